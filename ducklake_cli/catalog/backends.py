@@ -1,0 +1,306 @@
+"""One small hook class per catalog backend: engines, DDL type names, timestamps, table listing, errors."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ducklake_cli.catalog.schema import BIGINT, BOOLEAN, TIMESTAMPTZ, UUID, VARCHAR, VARCHAR_NN
+from ducklake_cli.catalog.url import CatalogTarget
+from ducklake_cli.errors import (
+    AuthenticationError,
+    CatalogNotFoundError,
+    CatalogUnreachableError,
+    DuckLakeError,
+)
+
+if TYPE_CHECKING:
+    from sqlalchemy import URL, Connection, Engine
+
+
+class Backend:
+    """Behaviour shared by all backends; subclasses override what differs."""
+
+    name: ClassVar[str]
+    ddl_types: ClassVar[dict[str, str]] = {
+        BIGINT: "BIGINT", VARCHAR: "VARCHAR", VARCHAR_NN: "VARCHAR NOT NULL", BOOLEAN: "BOOLEAN",
+        UUID: "UUID", TIMESTAMPTZ: "TIMESTAMPTZ",
+    }
+    # Type of each DuckLake column inside an inlined-data table is backend-specific too (spec §4).
+
+    def __init__(self, target: CatalogTarget) -> None:
+        self.target = target
+
+    @property
+    def metadata_schema(self) -> str | None:
+        """Schema (PostgreSQL) or database (MySQL) holding the catalog tables; None = connection default."""
+        return self.target.metadata_schema
+
+    def url(self) -> URL:
+        """SQLAlchemy URL for the target."""
+        raise NotImplementedError
+
+    def engine_kwargs(self, *, read_only: bool) -> dict[str, Any]:
+        """Extra `create_engine` arguments."""
+        return {}
+
+    def create_engine(self, *, read_only: bool) -> Engine:
+        """A SQLAlchemy engine for this catalog (drivers are imported here, lazily)."""
+        from sqlalchemy import create_engine
+
+        kwargs = self.engine_kwargs(read_only=read_only)
+        if self.metadata_schema:
+            kwargs.setdefault("execution_options", {})["schema_translate_map"] = {None: self.metadata_schema}
+        return create_engine(self.url(), **kwargs)
+
+    def encode_timestamp(self, value: dt.datetime) -> object:
+        """Python value to bind for a TIMESTAMPTZ column."""
+        return value
+
+    def decode_timestamp(self, value: object) -> dt.datetime | None:
+        """A TIMESTAMPTZ column's value as an aware UTC datetime."""
+        if value is None:
+            return None
+        if isinstance(value, dt.datetime):
+            return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+        return parse_timestamp_text(str(value))
+
+    def list_tables(self, conn: Connection) -> set[str]:
+        """Names of all tables in the metadata schema."""
+        from sqlalchemy import inspect
+
+        return set(inspect(conn).get_table_names(schema=self.metadata_schema))
+
+    def create_schema_sql(self) -> str | None:
+        """Statement creating the metadata schema, when one is configured."""
+        if not self.metadata_schema:
+            return None
+        return f'CREATE SCHEMA IF NOT EXISTS "{self.metadata_schema}"'
+
+    def qualify(self, table: str) -> str:
+        """A quoted, schema-qualified table name for raw SQL."""
+        quoted = self.quote(table)
+        return f"{self.quote(self.metadata_schema)}.{quoted}" if self.metadata_schema else quoted
+
+    def quote(self, ident: str) -> str:
+        """Quote an identifier."""
+        return '"' + ident.replace('"', '""') + '"'
+
+    def translate_connect_error(self, exc: Exception) -> DuckLakeError:
+        """Map a driver error raised while connecting to one of our errors (never echoing secrets)."""
+        text = str(getattr(exc, "orig", exc) or exc).strip().splitlines()[0] if str(exc) else type(exc).__name__
+        return CatalogUnreachableError(f"cannot open catalog {self.target.display()}: {text}")
+
+
+def parse_timestamp_text(text: str) -> dt.datetime:
+    """Parse DuckDB's text rendering of a TIMESTAMPTZ (`2026-11-21 22:36:24.341506+00`)."""
+    value = text.strip()
+    if value.endswith(("+00", "-00")) or (len(value) > 3 and value[-3] in "+-" and value[-2:].isdigit()):
+        value = value + ":00"
+    parsed = dt.datetime.fromisoformat(value)
+    return parsed.replace(tzinfo=dt.UTC) if parsed.tzinfo is None else parsed.astimezone(dt.UTC)
+
+
+def format_timestamp_text(value: dt.datetime) -> str:
+    """DuckDB's text rendering of a TIMESTAMPTZ in UTC, as its sqlite scanner stores it."""
+    utc = value.astimezone(dt.UTC)
+    text = utc.strftime("%Y-%m-%d %H:%M:%S")
+    if utc.microsecond:
+        text += f".{utc.microsecond:06d}".rstrip("0")
+    return text + "+00"
+
+
+class SQLiteBackend(Backend):
+    """SQLite file catalogs; DuckDB's sqlite scanner stores booleans as BIGINT and timestamps/UUIDs as text."""
+
+    name = "sqlite"
+    ddl_types: ClassVar[dict[str, str]] = {
+        BIGINT: "BIGINT", VARCHAR: "VARCHAR", VARCHAR_NN: "VARCHAR NOT NULL", BOOLEAN: "BIGINT",
+        UUID: "VARCHAR", TIMESTAMPTZ: "VARCHAR",
+    }
+
+    def url(self) -> URL:
+        """`sqlite:` URL; read-only opens use SQLite's URI mode so nothing is ever created or changed."""
+        from sqlalchemy import URL
+
+        assert self.target.path is not None
+        return URL.create("sqlite", database=str(self.target.path))
+
+    def engine_kwargs(self, *, read_only: bool) -> dict[str, Any]:
+        """Read-only engines open the file with `mode=ro`; NullPool releases it at once."""
+        from sqlalchemy.pool import NullPool
+
+        kwargs: dict[str, Any] = {"poolclass": NullPool}
+        if read_only:
+            import sqlite3
+
+            path = self.target.path
+            kwargs["creator"] = lambda: sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        return kwargs
+
+    def encode_timestamp(self, value: dt.datetime) -> object:
+        """SQLite holds TIMESTAMPTZ as DuckDB's text rendering."""
+        return format_timestamp_text(value)
+
+    def list_tables(self, conn: Connection) -> set[str]:
+        """Table names from sqlite_master (cheaper than the inspector)."""
+        rows = conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'table'")
+        return {r[0] for r in rows}
+
+    def create_schema_sql(self) -> str | None:
+        """SQLite has no schemas."""
+        return None
+
+    def translate_connect_error(self, exc: Exception) -> DuckLakeError:
+        """SQLite errors while opening mean the file is unusable."""
+        return CatalogUnreachableError(f"cannot open SQLite catalog {self.target.path}: {getattr(exc, 'orig', exc)}")
+
+
+class DuckDBBackend(Backend):
+    """DuckDB file catalogs (duckdb 1.5.5 through duckdb_engine)."""
+
+    name = "duckdb"
+
+    def url(self) -> URL:
+        """`duckdb:` URL of the file."""
+        from sqlalchemy import URL
+
+        assert self.target.path is not None
+        return URL.create("duckdb", database=str(self.target.path))
+
+    def engine_kwargs(self, *, read_only: bool) -> dict[str, Any]:
+        """NullPool so the file lock is released when we are done; read-only opens share the file."""
+        from sqlalchemy.pool import NullPool
+
+        return {"poolclass": NullPool, "connect_args": {"read_only": read_only}}
+
+    def list_tables(self, conn: Connection) -> set[str]:
+        """Table names of the main schema of the file."""
+        schema = self.metadata_schema or "main"
+        rows = conn.exec_driver_sql(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+            f"AND schema_name = '{schema}'"
+        )
+        return {r[0] for r in rows}
+
+    def translate_connect_error(self, exc: Exception) -> DuckLakeError:
+        """DuckDB lock and format errors as one line."""
+        text = str(getattr(exc, "orig", exc)).splitlines()[0]
+        if "lock" in text.lower():
+            return CatalogUnreachableError(
+                f"DuckDB catalog {self.target.path} is locked by another process",
+                hint="a DuckDB file catalog can be written by one process at a time; detach it elsewhere first",
+            )
+        return CatalogUnreachableError(f"cannot open DuckDB catalog {self.target.path}: {text}")
+
+
+class PostgresBackend(Backend):
+    """PostgreSQL catalogs through psycopg 3."""
+
+    name = "postgres"
+
+    def url(self) -> URL:
+        """`postgresql+psycopg` URL."""
+        from sqlalchemy import URL
+
+        t = self.target
+        return URL.create("postgresql+psycopg", username=t.user, password=t.password, host=t.host, port=t.port,
+                          database=t.database, query=dict(t.query))
+
+    def engine_kwargs(self, *, read_only: bool) -> dict[str, Any]:
+        """Bounded connect time so an unreachable server fails fast."""
+        return {"connect_args": {"connect_timeout": 5}, "pool_pre_ping": False}
+
+    def list_tables(self, conn: Connection) -> set[str]:
+        """Tables of the metadata schema (default: the first schema on the search path)."""
+        if self.metadata_schema:
+            rows = conn.exec_driver_sql(
+                "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = %(s)s", {"s": self.metadata_schema}
+            )
+        else:
+            rows = conn.exec_driver_sql(
+                "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema()"
+            )
+        return {r[0] for r in rows}
+
+    def translate_connect_error(self, exc: Exception) -> DuckLakeError:
+        """Password, missing database and network errors, each as one line."""
+        text = str(getattr(exc, "orig", exc))
+        low = text.lower()
+        where = self.target.display()
+        if "password authentication failed" in low or "no password supplied" in low:
+            return AuthenticationError(f"PostgreSQL refused the credentials for {where}")
+        if "does not exist" in low and "database" in low:
+            return CatalogNotFoundError(f"database {self.target.database!r} does not exist on {where}")
+        reason = "connection refused" if "refused" in low else ("timed out" if "timeout" in low else "no answer")
+        return CatalogUnreachableError(f"cannot reach PostgreSQL at {where}: {reason}")
+
+
+class MySQLBackend(Backend):
+    """MySQL/MariaDB catalogs through PyMySQL (DuckDB's own connector cannot write them reliably)."""
+
+    name = "mysql"
+    ddl_types: ClassVar[dict[str, str]] = {
+        BIGINT: "BIGINT", VARCHAR: "TEXT", VARCHAR_NN: "TEXT NOT NULL", BOOLEAN: "BOOLEAN",
+        UUID: "VARCHAR(36)", TIMESTAMPTZ: "DATETIME(6)",
+    }
+
+    def url(self) -> URL:
+        """`mysql+pymysql` URL."""
+        from sqlalchemy import URL
+
+        t = self.target
+        query = dict(t.query)
+        query.setdefault("charset", "utf8mb4")
+        return URL.create("mysql+pymysql", username=t.user, password=t.password, host=t.host, port=t.port,
+                          database=t.database, query=query)
+
+    def engine_kwargs(self, *, read_only: bool) -> dict[str, Any]:
+        """Bounded connect time; UTC session so DATETIME values mean UTC."""
+        return {"connect_args": {"connect_timeout": 5, "init_command": "SET time_zone = '+00:00'"}}
+
+    def encode_timestamp(self, value: dt.datetime) -> object:
+        """DATETIME has no zone: store UTC wall time."""
+        return value.astimezone(dt.UTC).replace(tzinfo=None)
+
+    def quote(self, ident: str) -> str:
+        """Backtick quoting."""
+        return "`" + ident.replace("`", "``") + "`"
+
+    def create_schema_sql(self) -> str | None:
+        """A MySQL schema is a database."""
+        return f"CREATE DATABASE IF NOT EXISTS {self.quote(self.metadata_schema)}" if self.metadata_schema else None
+
+    def list_tables(self, conn: Connection) -> set[str]:
+        """Tables of the metadata database (default: the connection's database)."""
+        if self.metadata_schema:
+            rows = conn.exec_driver_sql(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %(s)s",
+                {"s": self.metadata_schema},
+            )
+        else:
+            rows = conn.exec_driver_sql(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()"
+            )
+        return {r[0] for r in rows}
+
+    def translate_connect_error(self, exc: Exception) -> DuckLakeError:
+        """Access denied, unknown database and network errors, each as one line."""
+        orig = getattr(exc, "orig", exc)
+        code = orig.args[0] if getattr(orig, "args", None) else None
+        where = self.target.display()
+        if code == 1045:
+            return AuthenticationError(f"MySQL refused the credentials for {where}")
+        if code == 1049:
+            return CatalogNotFoundError(f"database {self.target.database!r} does not exist on {where}")
+        return CatalogUnreachableError(f"cannot reach MySQL at {where}: no answer")
+
+
+BACKENDS: dict[str, type[Backend]] = {
+    "sqlite": SQLiteBackend, "duckdb": DuckDBBackend, "postgres": PostgresBackend, "mysql": MySQLBackend,
+}
+
+
+def backend_for(target: CatalogTarget) -> Backend:
+    """The hook object for a target."""
+    return BACKENDS[target.backend](target)

@@ -1,0 +1,264 @@
+"""Typed, immutable read models of a DuckLake catalog at one snapshot."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One row of `ducklake_snapshot` joined with its change row."""
+
+    snapshot_id: int
+    snapshot_time: dt.datetime
+    schema_version: int
+    next_catalog_id: int
+    next_file_id: int
+    changes_made: str | None = None
+    author: str | None = None
+    commit_message: str | None = None
+    commit_extra_info: str | None = None
+
+
+@dataclass(frozen=True)
+class SchemaInfo:
+    """A schema visible at the snapshot."""
+
+    schema_id: int
+    schema_uuid: str
+    name: str
+    path: str | None
+    path_is_relative: bool
+    begin_snapshot: int
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """A column (one version of it), with its nested children."""
+
+    column_id: int
+    name: str
+    type: str
+    nulls_allowed: bool
+    initial_default: str | None
+    default_value: str | None
+    default_value_type: str | None
+    parent_column: int | None
+    column_order: int
+    begin_snapshot: int
+    children: tuple[ColumnInfo, ...] = ()
+
+    def type_text(self) -> str:
+        """Full nested type, e.g. `struct(a int32, b list(varchar))`."""
+        if self.type == "struct":
+            return "struct(" + ", ".join(f"{c.name} {c.type_text()}" for c in self.children) + ")"
+        if self.type == "list" and self.children:
+            return f"list({self.children[0].type_text()})"
+        if self.type == "map" and len(self.children) == 2:
+            return f"map({self.children[0].type_text()}, {self.children[1].type_text()})"
+        return self.type
+
+    def leaves(self) -> list[ColumnInfo]:
+        """Leaf columns under (and including) this one, in pre-order."""
+        if not self.children:
+            return [self]
+        return [leaf for c in self.children for leaf in c.leaves()]
+
+
+@dataclass(frozen=True)
+class PartitionField:
+    """One key of a partition spec."""
+
+    key_index: int
+    column_id: int
+    transform: str
+
+
+@dataclass(frozen=True)
+class PartitionSpec:
+    """The partition spec in force for a table."""
+
+    partition_id: int
+    fields: tuple[PartitionField, ...]
+
+
+@dataclass(frozen=True)
+class SortKey:
+    """One key of a sort spec."""
+
+    key_index: int
+    expression: str
+    direction: str
+    null_order: str
+
+
+@dataclass(frozen=True)
+class InlinedTable:
+    """A registered `ducklake_inlined_data_<table>_<schema_version>` table."""
+
+    table_name: str
+    schema_version: int
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """A table visible at the snapshot with its columns and specs."""
+
+    table_id: int
+    table_uuid: str
+    schema_id: int
+    schema_name: str
+    name: str
+    path: str | None
+    path_is_relative: bool
+    begin_snapshot: int
+    columns: tuple[ColumnInfo, ...]
+    inlined_tables: tuple[InlinedTable, ...] = ()
+    partition: PartitionSpec | None = None
+    sort_keys: tuple[SortKey, ...] = ()
+    tags: tuple[tuple[str, str | None], ...] = ()
+    column_tags: tuple[tuple[int, str, str | None], ...] = ()
+
+    @property
+    def qualified_name(self) -> str:
+        """`schema.table`."""
+        return f"{self.schema_name}.{self.name}"
+
+    def comment(self) -> str | None:
+        """The table comment (tag key `comment`)."""
+        return dict(self.tags).get("comment")
+
+    def leaf_columns(self) -> list[ColumnInfo]:
+        """All leaf columns in pre-order."""
+        return [leaf for c in self.columns for leaf in c.leaves()]
+
+    def column_by_id(self) -> dict[int, ColumnInfo]:
+        """Every column (nested too) by id."""
+        out: dict[int, ColumnInfo] = {}
+
+        def walk(col: ColumnInfo) -> None:
+            out[col.column_id] = col
+            for child in col.children:
+                walk(child)
+
+        for c in self.columns:
+            walk(c)
+        return out
+
+
+@dataclass(frozen=True)
+class ViewInfo:
+    """A view visible at the snapshot."""
+
+    view_id: int
+    view_uuid: str
+    schema_id: int
+    schema_name: str
+    name: str
+    dialect: str | None
+    sql: str | None
+    column_aliases: str | None
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A row of `ducklake_data_file`."""
+
+    data_file_id: int
+    table_id: int
+    begin_snapshot: int
+    end_snapshot: int | None
+    path: str
+    path_is_relative: bool
+    file_format: str | None
+    record_count: int
+    file_size_bytes: int
+    footer_size: int | None
+    row_id_start: int | None
+    partition_id: int | None
+    encryption_key: str | None = field(default=None, repr=False)
+    mapping_id: int | None = None
+    partial_max: int | None = None
+
+
+@dataclass(frozen=True)
+class DeleteFile:
+    """A row of `ducklake_delete_file`."""
+
+    delete_file_id: int
+    table_id: int
+    begin_snapshot: int
+    end_snapshot: int | None
+    data_file_id: int
+    path: str
+    path_is_relative: bool
+    format: str | None
+    delete_count: int
+    file_size_bytes: int
+    footer_size: int | None
+    encryption_key: str | None = field(default=None, repr=False)
+    partial_max: int | None = None
+
+
+@dataclass(frozen=True)
+class ColumnStats:
+    """Per-file (or merged table-level) statistics of one leaf column."""
+
+    column_id: int
+    value_count: int | None
+    null_count: int | None
+    min_value: str | None
+    max_value: str | None
+    contains_nan: bool | None
+    column_size_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class TableStats:
+    """A row of `ducklake_table_stats` (not versioned: always the latest)."""
+
+    table_id: int
+    record_count: int | None
+    next_row_id: int | None
+    file_size_bytes: int | None
+
+
+@dataclass(frozen=True)
+class TableColumnStats:
+    """A row of `ducklake_table_column_stats`."""
+
+    column_id: int
+    contains_null: bool | None
+    contains_nan: bool | None
+    min_value: str | None
+    max_value: str | None
+
+
+@dataclass(frozen=True)
+class OptionValue:
+    """A scoped option row of `ducklake_metadata`."""
+
+    key: str
+    value: str
+    scope: str | None
+    scope_id: int | None
+
+
+@dataclass(frozen=True)
+class LakeMetadata:
+    """The global keys of `ducklake_metadata` plus all scoped options."""
+
+    version: str
+    data_path: str
+    created_by: str | None
+    encrypted: bool
+    options: tuple[OptionValue, ...] = ()
+
+    def option(self, key: str, *, table_id: int | None = None, schema_id: int | None = None) -> str | None:
+        """Option lookup in DuckDB's order: table scope, schema scope, global."""
+        by_scope = {(o.scope, o.scope_id): o.value for o in self.options if o.key == key}
+        for scope, sid in (("table", table_id), ("schema", schema_id)):
+            if sid is not None and (scope, sid) in by_scope:
+                return by_scope[(scope, sid)]
+        return by_scope.get((None, None))

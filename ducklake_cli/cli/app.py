@@ -1,0 +1,72 @@
+"""The `ducklake` command: mounts one module per command group and maps errors to one line and an exit code."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import Annotated
+
+import typer
+
+from ducklake_cli._version import __version__
+from ducklake_cli.cli.create import create_catalog
+from ducklake_cli.cli.inspect import inspect
+from ducklake_cli.errors import DuckLakeError
+
+app = typer.Typer(
+    name="ducklake",
+    help="Inspect, query, load and maintain DuckLake lakehouses.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.command("create-catalog")(create_catalog)
+app.command("inspect")(inspect)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"ducklake {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+) -> None:
+    """Inspect, query, load and maintain DuckLake lakehouses."""
+
+
+_URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
+
+
+def _one_line(text: str) -> str:
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return _URL_PASSWORD.sub(r"\1***@", first)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the app; our errors become one line on stderr and an exit code (tracebacks: --debug)."""
+    args = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in args or os.environ.get("DUCKLAKE_DEBUG") == "1"
+    try:
+        app(args=args, prog_name="ducklake")
+    except DuckLakeError as exc:
+        if debug:
+            raise
+        sys.stderr.write(f"error: {_one_line(exc.message)}\n")
+        if exc.hint:
+            sys.stderr.write(f"hint: {_one_line(exc.hint)}\n")
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
+    except Exception as exc:  # an error we did not anticipate: still one line, never a secret
+        if debug:
+            raise
+        sys.stderr.write(f"error: unexpected {type(exc).__name__}: {_one_line(str(exc))} (rerun with --debug)\n")
+        sys.exit(1)

@@ -1,0 +1,75 @@
+"""Options shared by every command, and the one place a command turns CATALOG into a Lake."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated
+
+import typer
+
+from ducklake_cli.api import Lake
+from ducklake_cli.catalog.url import CatalogTarget
+from ducklake_cli.cli.render import OutputFormat
+from ducklake_cli.config import Resolved, resolve_from_environment
+from ducklake_cli.errors import UsageError
+
+CatalogArg = Annotated[
+    str,
+    typer.Argument(
+        help="Catalog: a file (lake.sqlite, lake.ducklake), a URL (postgresql://u:p@host/db, mysql://…), "
+        "a DuckDB ATTACH string (ducklake:sqlite:lake.db) or a profile name from ducklake.toml.",
+        show_default=False,
+    ),
+]
+OptionalCatalogArg = Annotated[
+    str | None,
+    typer.Argument(
+        help="Catalog (path, URL, ATTACH string or profile); defaults to $DUCKLAKE_CATALOG, then the config's "
+        "default profile.",
+        show_default=False,
+    ),
+]
+DataPathOpt = Annotated[
+    str | None, typer.Option("--data-path", help="Override the data path stored in the catalog.", show_default=False)
+]
+MetadataSchemaOpt = Annotated[
+    str | None,
+    typer.Option("--metadata-schema", help="PostgreSQL schema / MySQL database holding the catalog tables.",
+                 show_default=False),
+]
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")]
+SnapshotOpt = Annotated[
+    int | None, typer.Option("--snapshot", help="Look at this snapshot id instead of the latest.", show_default=False)
+]
+AsOfOpt = Annotated[
+    str | None,
+    typer.Option("--as-of", help="Look at the newest snapshot at or before this time (ISO 8601; UTC if no zone).",
+                 show_default=False),
+]
+
+
+def parse_time(text: str) -> dt.datetime:
+    """An ISO timestamp or date; naive values are UTC."""
+    try:
+        value = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise UsageError(f"--as-of {text!r} is not an ISO 8601 time (e.g. 2026-01-31 or 2026-01-31T12:00:00Z)") from exc
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+def resolve_catalog(
+    catalog: str | None, *, data_path: str | None = None, metadata_schema: str | None = None, must_exist: bool = True
+) -> Resolved:
+    """Resolve CATALOG once: argument, environment, profile."""
+    return resolve_from_environment(catalog, data_path=data_path, metadata_schema=metadata_schema,
+                                    must_exist=must_exist)
+
+
+def open_lake(resolved: Resolved, *, read_only: bool = True) -> Lake:
+    """A Lake for a resolved catalog (read-only commands never write the catalog)."""
+    from ducklake_cli.api import connect
+
+    target: CatalogTarget = resolved.target
+    return connect(target, data_path=resolved.data_path, storage_options=resolved.storage_options,
+                   read_only=read_only)

@@ -1,0 +1,37 @@
+"""`ducklake create-catalog`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ducklake_cli.cli.common import CatalogArg, DebugOpt, FormatOpt, MetadataSchemaOpt, resolve_catalog
+from ducklake_cli.cli.render import OutputFormat, message, render
+from ducklake_cli.ops.create import create_catalog as create_op
+
+
+def create_catalog(
+    catalog: CatalogArg,
+    data_path: Annotated[str, typer.Option("--data-path", help="Root of the lake's data files: a local directory "
+                                                               "or s3://bucket/prefix/.", show_default=False)],
+    metadata_schema: MetadataSchemaOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    debug: DebugOpt = False,
+) -> None:
+    """Create a new, empty DuckLake v1.0 catalog that DuckDB and every DuckLake client can attach.
+
+    A new file ending in .ducklake/.duckdb becomes a DuckDB catalog, any other new file a SQLite one
+    (force either with sqlite:///path or duckdb:///path). An existing catalog is never touched.
+
+    Examples:
+
+      ducklake create-catalog lake.sqlite --data-path ./data
+
+      ducklake create-catalog postgresql://lake:secret@db:5432/lake --data-path s3://bucket/lake/
+    """
+    resolved = resolve_catalog(catalog, metadata_schema=metadata_schema, must_exist=False)
+    result = create_op(resolved.target, data_path=data_path)
+    render(result, fmt)
+    if fmt is OutputFormat.table:
+        message(f"created DuckLake catalog {result.catalog} (data in {result.data_path})")

@@ -1,0 +1,67 @@
+"""`ducklake inspect`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ducklake_cli.cli.common import (
+    AsOfOpt,
+    CatalogArg,
+    DataPathOpt,
+    DebugOpt,
+    FormatOpt,
+    MetadataSchemaOpt,
+    SnapshotOpt,
+    open_lake,
+    parse_time,
+    resolve_catalog,
+)
+from ducklake_cli.cli.render import OutputFormat, render
+from ducklake_cli.errors import UsageError
+from ducklake_cli.ops import inspect as ops
+from ducklake_cli.ops.results import Result
+
+
+def inspect(
+    catalog: CatalogArg,
+    table: Annotated[str | None, typer.Argument(help="A table (name in schema main, or schema.name) to show in "
+                                                     "detail.", show_default=False)] = None,
+    snapshots: Annotated[bool, typer.Option("--snapshots", help="List every snapshot with its changes.")] = False,
+    files: Annotated[bool, typer.Option("--files", help="List the data files (and delete files) live at the "
+                                                        "snapshot.")] = False,
+    snapshot: SnapshotOpt = None,
+    as_of: AsOfOpt = None,
+    data_path: DataPathOpt = None,
+    metadata_schema: MetadataSchemaOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    debug: DebugOpt = False,
+) -> None:
+    """Show a lake's tables, snapshots and files from its metadata alone (no Spark).
+
+    Examples:
+
+      ducklake inspect lake.sqlite
+
+      ducklake inspect lake.sqlite main.events --snapshot 42
+
+      ducklake inspect postgresql://lake@db/lake --snapshots --format json
+    """
+    if snapshot is not None and as_of is not None:
+        raise UsageError("--snapshot and --as-of cannot be used together")
+    if snapshots and files:
+        raise UsageError("--snapshots and --files cannot be used together")
+    at = ops.SnapshotSelector(snapshot_id=snapshot, as_of=parse_time(as_of) if as_of else None)
+    resolved = resolve_catalog(catalog, data_path=data_path, metadata_schema=metadata_schema)
+    with open_lake(resolved) as lake:
+        result: Result
+        if snapshots:
+            result = ops.snapshots(lake)
+        elif files:
+            result = ops.files(lake, table, at=at)
+        elif table:
+            result = ops.table_detail(lake, table, at=at)
+        else:
+            result = ops.summary(lake, at=at)
+    render(result, fmt)

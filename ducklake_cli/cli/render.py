@@ -1,0 +1,74 @@
+"""The one renderer: Rich tables for people, JSON and CSV for machines. Data to stdout, messages to stderr."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from enum import StrEnum
+from typing import Any
+
+from ducklake_cli.ops.results import Result, Section
+
+MAX_TABLE_ROWS = 500  # a terminal table beyond this is unreadable; JSON/CSV always carry every row
+
+
+class OutputFormat(StrEnum):
+    """`--format` values."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def _rich_section(section: Section) -> Any:
+    from rich.table import Table
+
+    table = Table(title=section.title, title_justify="left", title_style="bold")
+    for col in section.columns:
+        table.add_column(col, overflow="fold")
+    rows = section.rows
+    if len(rows) > MAX_TABLE_ROWS:
+        rows = rows[-MAX_TABLE_ROWS:]
+        table.caption = (f"showing the last {MAX_TABLE_ROWS:,} of {len(section.rows):,} rows; "
+                         "--format csv or json shows all")
+    for row in rows:
+        table.add_row(*(_cell(v) for v in row))
+    return table
+
+
+def render(result: Result, fmt: OutputFormat) -> None:
+    """Write a result to stdout in the chosen format."""
+    if fmt is OutputFormat.json:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2, default=str) + "\n")
+        return
+    if fmt is OutputFormat.csv:
+        section = next((s for s in result.sections() if s.csv), None)
+        if section is None:
+            return
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(section.columns)
+        writer.writerows(["" if v is None else v for v in row] for row in section.rows)
+        return
+    from rich.console import Console
+
+    console = Console()
+    for section in result.sections():
+        console.print(_rich_section(section))
+
+
+def message(text: str) -> None:
+    """A human message on stderr."""
+    from rich.console import Console
+
+    Console(stderr=True, highlight=False).print(text)

@@ -1,0 +1,168 @@
+"""`ducklake.toml` profiles and CATALOG resolution: flag > environment > profile > default, resolved once."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ducklake_cli.catalog.url import CatalogTarget, parse_catalog
+from ducklake_cli.errors import ConfigError, UsageError
+
+CONFIG_FILE = "ducklake.toml"
+_SECRET_WORDS = ("password", "secret", "token", "key", "credential")
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def is_secret_key(name: str) -> bool:
+    """Whether an option name holds a secret (its value is never printed)."""
+    low = name.lower()
+    return any(word in low for word in _SECRET_WORDS)
+
+
+def mask_mapping(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy with secret values replaced by `***`."""
+    return {k: ("***" if is_secret_key(k) and v else v) for k, v in values.items()}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One `[profiles.NAME]` table of the config file."""
+
+    name: str
+    catalog: str | None = None
+    data_path: str | None = None
+    metadata_schema: str | None = None
+    storage: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    spark: Mapping[str, str] = field(default_factory=dict, repr=False)
+    master: str | None = None
+    remote: str | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    """The parsed config file (or an empty one)."""
+
+    path: Path | None
+    profiles: Mapping[str, Profile]
+    default_profile: str | None
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Everything a command needs to open a lake, resolved once."""
+
+    target: CatalogTarget
+    data_path: str | None
+    storage_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    spark_conf: Mapping[str, str] = field(default_factory=dict, repr=False)
+    master: str | None = None
+    remote: str | None = None
+    profile: str | None = None
+
+
+def _expand(value: Any, env: Mapping[str, str], where: str) -> Any:
+    if isinstance(value, str):
+        def sub(m: re.Match[str]) -> str:
+            name = m.group(1)
+            if name not in env:
+                raise ConfigError(f"{where} refers to ${{{name}}}, which is not set in the environment")
+            return env[name]
+
+        return _ENV_REF.sub(sub, value)
+    if isinstance(value, dict):
+        return {k: _expand(v, env, f"{where}.{k}") for k, v in value.items()}
+    return value
+
+
+def find_config(env: Mapping[str, str], cwd: Path) -> Path | None:
+    """`$DUCKLAKE_CONFIG`, else `./ducklake.toml`, else `~/.config/ducklake/ducklake.toml`."""
+    if env.get("DUCKLAKE_CONFIG"):
+        path = Path(env["DUCKLAKE_CONFIG"]).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"DUCKLAKE_CONFIG points to {path}, which does not exist")
+        return path
+    for candidate in (cwd / CONFIG_FILE, Path(env.get("HOME", "~")).expanduser() / ".config/ducklake" / CONFIG_FILE):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(path: Path | None, env: Mapping[str, str]) -> Config:
+    """Parse the config file; `${VAR}` references are expanded from `env` (a missing one is an error)."""
+    if path is None:
+        return Config(None, {}, None)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}") from exc
+    profiles: dict[str, Profile] = {}
+    for name, body in (raw.get("profiles") or {}).items():
+        if not isinstance(body, dict):
+            raise ConfigError(f"{path}: [profiles.{name}] must be a table")
+        known = {"catalog", "data_path", "metadata_schema", "storage", "spark", "master", "remote"}
+        unknown = set(body) - known
+        if unknown:
+            raise ConfigError(f"{path}: unknown key(s) in [profiles.{name}]: {', '.join(sorted(unknown))}")
+        b = _expand(body, env, f"profile {name!r}")
+        profiles[name] = Profile(
+            name=name, catalog=b.get("catalog"), data_path=b.get("data_path"),
+            metadata_schema=b.get("metadata_schema"), storage=dict(b.get("storage") or {}),
+            spark={k: str(v) for k, v in (b.get("spark") or {}).items()},
+            master=b.get("master"), remote=b.get("remote"),
+        )
+    default = raw.get("default_profile")
+    if default is not None and default not in profiles:
+        raise ConfigError(f"{path}: default_profile {default!r} is not a profile")
+    return Config(path, profiles, default)
+
+
+def resolve(
+    catalog: str | None,
+    *,
+    config: Config,
+    env: Mapping[str, str],
+    data_path: str | None = None,
+    metadata_schema: str | None = None,
+    must_exist: bool = True,
+) -> Resolved:
+    """Pick the catalog: the argument (path/URL/ATTACH or a profile name), `$DUCKLAKE_CATALOG`, the default profile."""
+    profile: Profile | None = None
+    raw = catalog
+    if raw is None:
+        raw = env.get("DUCKLAKE_CATALOG") or None
+    if raw is None and config.default_profile:
+        profile = config.profiles[config.default_profile]
+    elif raw is not None and raw in config.profiles and not os.path.exists(raw):
+        profile = config.profiles[raw]
+    if profile is not None:
+        if not profile.catalog:
+            raise ConfigError(f"profile {profile.name!r} has no `catalog`")
+        raw = profile.catalog
+    if raw is None:
+        raise UsageError(
+            "no CATALOG given",
+            hint="pass a catalog path or URL, set $DUCKLAKE_CATALOG, or set default_profile in ducklake.toml",
+        )
+    target = parse_catalog(raw, must_exist=must_exist)
+    schema = metadata_schema or (profile.metadata_schema if profile else None)
+    return Resolved(
+        target=target.with_schema(schema),
+        data_path=data_path or (profile.data_path if profile else None),
+        storage_options=dict(profile.storage) if profile else {},
+        spark_conf=dict(profile.spark) if profile else {},
+        master=profile.master if profile else None,
+        remote=profile.remote if profile else None,
+        profile=profile.name if profile else None,
+    )
+
+
+def resolve_from_environment(catalog: str | None, **kwargs: Any) -> Resolved:
+    """`resolve` with the process environment and the config file it points to (the CLI's entry)."""
+    env = dict(os.environ)
+    config = load_config(find_config(env, Path.cwd()), env)
+    return resolve(catalog, config=config, env=env, **kwargs)

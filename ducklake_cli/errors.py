@@ -1,0 +1,69 @@
+"""One error root for the whole package; the CLI maps each type to one line and an exit code."""
+
+from __future__ import annotations
+
+
+class DuckLakeError(Exception):
+    """Root of every error this package raises on purpose."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(DuckLakeError):
+    """Arguments that cannot work together or cannot be parsed."""
+
+    exit_code = 2
+
+
+class ConfigError(DuckLakeError):
+    """A bad `ducklake.toml`, profile or environment reference."""
+
+
+class InvalidCatalogError(DuckLakeError):
+    """A CATALOG argument that is not a path, URL, ATTACH string or profile we understand."""
+
+
+class CatalogNotFoundError(DuckLakeError):
+    """The catalog file or database does not exist."""
+
+
+class CatalogUnreachableError(DuckLakeError):
+    """The catalog server did not answer."""
+
+
+class AuthenticationError(DuckLakeError):
+    """The catalog server refused the credentials."""
+
+
+class NotADuckLakeError(DuckLakeError):
+    """The database exists but holds no DuckLake catalog."""
+
+
+class UnsupportedVersionError(DuckLakeError):
+    """The catalog's format version is not one we read and write."""
+
+
+class CatalogExistsError(DuckLakeError):
+    """`create-catalog` was pointed at a database that already holds catalog tables."""
+
+
+class NotFoundError(DuckLakeError):
+    """A schema, table, view or snapshot that does not exist (at the requested snapshot)."""
+
+
+class CommitConflictError(DuckLakeError):
+    """Another writer committed a conflicting change and retries ran out."""
+
+    exit_code = 3
+
+
+class StorageError(DuckLakeError):
+    """A data file could not be read, listed or written."""

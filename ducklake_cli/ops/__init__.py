@@ -1,0 +1,1 @@
+"""Operations: one module per command; each returns a dataclass the CLI renders."""

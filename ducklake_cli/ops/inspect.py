@@ -1,0 +1,432 @@
+"""`inspect`: a lake summary, one table in detail, its snapshots or its files — from metadata only."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from ducklake_cli.api import Lake
+from ducklake_cli.catalog.changes import ChangeParseError, parse_changes
+from ducklake_cli.catalog.models import ColumnInfo, ColumnStats, Snapshot, TableInfo
+from ducklake_cli.catalog.reader import MetadataReader
+from ducklake_cli.ops.counts import TableCounts, table_counts
+from ducklake_cli.ops.results import Section, jsonable
+from ducklake_cli.storage.paths import file_path, table_dir
+
+
+@dataclass(frozen=True)
+class SnapshotSelector:
+    """Which snapshot to look at: an id, a time, or (both None) the latest."""
+
+    snapshot_id: int | None = None
+    as_of: dt.datetime | None = None
+
+    def resolve(self, reader: MetadataReader) -> Snapshot:
+        """The chosen snapshot (an error names what does not exist)."""
+        if self.snapshot_id is not None:
+            return reader.snapshot(self.snapshot_id)
+        if self.as_of is not None:
+            return reader.snapshot_at(self.as_of)
+        return reader.latest_snapshot()
+
+
+@dataclass(frozen=True)
+class TableSummary:
+    """One table's counts at the snapshot."""
+
+    schema: str
+    table: str
+    table_id: int
+    live_rows: int
+    data_files: int
+    delete_files: int
+    data_bytes: int
+    delete_bytes: int
+    inlined_rows: int
+
+
+@dataclass(frozen=True)
+class LakeSummary:
+    """The lake at a glance."""
+
+    catalog: str
+    backend: str
+    format_version: str
+    data_path: str
+    created_by: str | None
+    snapshot_id: int
+    snapshot_time: dt.datetime
+    schema_version: int
+    snapshot_count: int
+    tables: tuple[TableSummary, ...]
+    views: tuple[str, ...]
+
+    def to_json(self) -> Any:
+        """Stable JSON shape (README: `inspect --format json`)."""
+        return jsonable(self)
+
+    def sections(self) -> list[Section]:
+        """Lake facts, then one row per table."""
+        facts = (
+            ("catalog", self.catalog), ("backend", self.backend), ("format version", self.format_version),
+            ("data path", self.data_path), ("snapshot", f"{self.snapshot_id} ({self.snapshot_time.isoformat()})"),
+            ("schema version", self.schema_version), ("snapshots", self.snapshot_count),
+            ("tables", len(self.tables)), ("views", ", ".join(self.views) or "-"),
+        )
+        rows = tuple(
+            (t.schema, t.table, t.live_rows, t.data_files, t.delete_files, t.data_bytes + t.delete_bytes,
+             t.inlined_rows)
+            for t in self.tables
+        )
+        return [
+            Section("DuckLake", ("property", "value"), facts, csv=False),
+            Section("Tables", ("schema", "table", "live_rows", "data_files", "delete_files", "bytes",
+                               "inlined_rows"), rows),
+        ]
+
+
+@dataclass(frozen=True)
+class ColumnRow:
+    """A column (nested ones as dotted paths)."""
+
+    column_id: int
+    name: str
+    type: str
+    nullable: bool
+    default: str | None
+    initial_default: str | None
+    comment: str | None
+
+
+@dataclass(frozen=True)
+class ColumnStatRow:
+    """Statistics of one leaf column over the files live at the snapshot."""
+
+    column_id: int
+    name: str
+    min: str | None
+    max: str | None
+    null_count: int | None
+    value_count: int | None
+    contains_nan: bool | None
+
+
+@dataclass(frozen=True)
+class InlinedRow:
+    """An inlined-data table and its live rows."""
+
+    table_name: str
+    schema_version: int
+    live_rows: int
+
+
+@dataclass(frozen=True)
+class DeleteFileRow:
+    """A delete file live at the snapshot."""
+
+    delete_file_id: int
+    data_file_id: int
+    path: str
+    format: str | None
+    delete_count: int
+    file_size_bytes: int
+    begin_snapshot: int
+    partial_max: int | None
+
+
+@dataclass(frozen=True)
+class TableDetail:
+    """One table in detail."""
+
+    schema: str
+    table: str
+    table_id: int
+    table_uuid: str
+    snapshot_id: int
+    path: str
+    comment: str | None
+    tags: dict[str, str | None]
+    live_rows: int
+    data_files: int
+    data_bytes: int
+    columns: tuple[ColumnRow, ...]
+    partitioning: tuple[str, ...]
+    sort_keys: tuple[str, ...]
+    column_stats: tuple[ColumnStatRow, ...]
+    file_size_histogram: dict[str, int]
+    delete_files: tuple[DeleteFileRow, ...]
+    inlined: tuple[InlinedRow, ...]
+
+    def to_json(self) -> Any:
+        """Stable JSON shape (README: `inspect TABLE --format json`)."""
+        return jsonable(self)
+
+    def sections(self) -> list[Section]:
+        """Columns first (the CSV section), then specs, stats, file sizes, deletes and inlined rows."""
+        facts = (
+            ("table", f"{self.schema}.{self.table} (id {self.table_id})"), ("snapshot", self.snapshot_id),
+            ("path", self.path), ("live rows", self.live_rows), ("data files", self.data_files),
+            ("bytes", self.data_bytes), ("partitioned by", ", ".join(self.partitioning) or "-"),
+            ("sorted by", ", ".join(self.sort_keys) or "-"), ("comment", self.comment or "-"),
+        )
+        out = [
+            Section("Table", ("property", "value"), facts, csv=False),
+            Section("Columns", ("id", "name", "type", "nullable", "default", "initial_default", "comment"),
+                    tuple((c.column_id, c.name, c.type, c.nullable, c.default, c.initial_default, c.comment)
+                          for c in self.columns)),
+            Section("Column stats", ("id", "column", "min", "max", "nulls", "values", "nan"),
+                    tuple((c.column_id, c.name, c.min, c.max, c.null_count, c.value_count, c.contains_nan)
+                          for c in self.column_stats), csv=False),
+            Section("File sizes", ("size", "files"), tuple(self.file_size_histogram.items()), csv=False),
+        ]
+        if self.delete_files:
+            out.append(Section("Delete files", ("id", "data_file", "path", "format", "deletes", "bytes", "snapshot"),
+                               tuple((d.delete_file_id, d.data_file_id, d.path, d.format, d.delete_count,
+                                      d.file_size_bytes, d.begin_snapshot) for d in self.delete_files), csv=False))
+        if self.inlined:
+            out.append(Section("Inlined data", ("table", "schema_version", "live_rows"),
+                               tuple((i.table_name, i.schema_version, i.live_rows) for i in self.inlined), csv=False))
+        return out
+
+
+@dataclass(frozen=True)
+class SnapshotRow:
+    """One snapshot with its parsed change list."""
+
+    snapshot_id: int
+    snapshot_time: dt.datetime
+    schema_version: int
+    changes: dict[str, list[str]]
+    author: str | None
+    commit_message: str | None
+    commit_extra_info: str | None
+
+
+@dataclass(frozen=True)
+class SnapshotList:
+    """`inspect --snapshots`."""
+
+    snapshots: tuple[SnapshotRow, ...]
+
+    def to_json(self) -> Any:
+        """A list of snapshot objects."""
+        return jsonable(list(self.snapshots))
+
+    def sections(self) -> list[Section]:
+        """One row per snapshot."""
+        rows = tuple(
+            (s.snapshot_id, s.snapshot_time.isoformat(), s.schema_version,
+             "; ".join(f"{k}: {', '.join(v)}" for k, v in s.changes.items()), s.author, s.commit_message)
+            for s in self.snapshots
+        )
+        return [Section("Snapshots", ("snapshot_id", "time", "schema_version", "changes", "author", "message"), rows)]
+
+
+@dataclass(frozen=True)
+class FileRow:
+    """A data file live at the snapshot and its delete file, if any."""
+
+    schema: str
+    table: str
+    data_file_id: int
+    path: str
+    record_count: int
+    file_size_bytes: int
+    begin_snapshot: int
+    delete_file: str | None
+    delete_count: int
+
+
+@dataclass(frozen=True)
+class FileList:
+    """`inspect --files`."""
+
+    snapshot_id: int
+    files: tuple[FileRow, ...]
+
+    def to_json(self) -> Any:
+        """`{"snapshot_id": …, "files": [...]}`."""
+        return jsonable(self)
+
+    def sections(self) -> list[Section]:
+        """One row per data file."""
+        rows = tuple((f.schema, f.table, f.data_file_id, f.path, f.record_count, f.file_size_bytes,
+                      f.begin_snapshot, f.delete_file, f.delete_count) for f in self.files)
+        return [Section("Data files", ("schema", "table", "data_file_id", "path", "records", "bytes",
+                                       "snapshot", "delete_file", "deletes"), rows)]
+
+
+# ----------------------------------------------------------------------------------------------------------
+def summary(lake: Lake, *, at: SnapshotSelector = SnapshotSelector()) -> LakeSummary:
+    """The lake summary at a snapshot."""
+    with lake.reader() as r:
+        meta = r.metadata()
+        snap = at.resolve(r)
+        schemas = r.schemas(snap.snapshot_id)
+        tables = r.tables(snap.snapshot_id)
+        counts = table_counts(r, snapshot_id=snap.snapshot_id, data_path=lake.data_path(r), tables=tables,
+                              schemas=schemas, storage_options=lake.storage_options)
+        views = tuple(f"{v.schema_name}.{v.name}" for v in r.views(snap.snapshot_id))
+        return LakeSummary(
+            catalog=lake.target.display(), backend=lake.backend.name, format_version=meta.version,
+            data_path=lake.data_path(r), created_by=meta.created_by, snapshot_id=snap.snapshot_id,
+            snapshot_time=snap.snapshot_time, schema_version=snap.schema_version, snapshot_count=r.snapshot_count(),
+            tables=tuple(_table_summary(t, counts[t.table_id]) for t in tables), views=views,
+        )
+
+
+def _table_summary(t: TableInfo, c: TableCounts) -> TableSummary:
+    return TableSummary(t.schema_name, t.name, t.table_id, c.live_rows, c.data_files, c.delete_files,
+                        c.data_bytes, c.delete_bytes, c.inlined_rows)
+
+
+def snapshots(lake: Lake) -> SnapshotList:
+    """Every snapshot with its changes parsed as DuckDB's `ducklake_snapshots()` shows them."""
+    with lake.reader() as r:
+        r.metadata()
+        rows = []
+        for s in r.snapshots():
+            try:
+                changes = parse_changes(s.changes_made)
+            except ChangeParseError:
+                changes = {"unparsed": [s.changes_made or ""]}
+            rows.append(SnapshotRow(s.snapshot_id, s.snapshot_time, s.schema_version, changes, s.author,
+                                    s.commit_message, s.commit_extra_info))
+        return SnapshotList(tuple(rows))
+
+
+def files(lake: Lake, table: str | None = None, *, at: SnapshotSelector = SnapshotSelector()) -> FileList:
+    """Data files (with their delete files) live at a snapshot, for one table or all."""
+    with lake.reader() as r:
+        r.metadata()
+        snap = at.resolve(r)
+        sid = snap.snapshot_id
+        tables = [r.find_table(sid, table)] if table else r.tables(sid)
+        schemas = {sc.schema_id: sc for sc in r.schemas(sid)}
+        root = lake.data_path(r)
+        ids = [t.table_id for t in tables]
+        deletes = {d.data_file_id: d for d in r.delete_files(sid, ids)}
+        by_id = {t.table_id: t for t in tables}
+        rows = []
+        for f in r.data_files(sid, ids):
+            t = by_id[f.table_id]
+            tdir = table_dir(root, schemas[t.schema_id], t)
+            d = deletes.get(f.data_file_id)
+            rows.append(FileRow(t.schema_name, t.name, f.data_file_id, file_path(tdir, f), f.record_count,
+                                f.file_size_bytes, f.begin_snapshot, file_path(tdir, d) if d else None,
+                                d.delete_count if d else 0))
+        return FileList(sid, tuple(rows))
+
+
+HISTOGRAM = ((1 << 20, "< 1 MiB"), (8 << 20, "1-8 MiB"), (64 << 20, "8-64 MiB"), (256 << 20, "64-256 MiB"))
+
+
+def _histogram(sizes: list[int]) -> dict[str, int]:
+    out = {label: 0 for _, label in HISTOGRAM}
+    out[">= 256 MiB"] = 0
+    for size in sizes:
+        label = next((lbl for limit, lbl in HISTOGRAM if size < limit), ">= 256 MiB")
+        out[label] += 1
+    return out
+
+
+def _flatten(cols: tuple[ColumnInfo, ...], prefix: str = "") -> list[tuple[str, ColumnInfo]]:
+    out: list[tuple[str, ColumnInfo]] = []
+    for c in cols:
+        name = prefix + c.name
+        out.append((name, c))
+        out.extend(_flatten(c.children, name + "."))
+    return out
+
+
+_INT_TYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
+
+
+def _sort_key(type_name: str, value: str) -> Any:
+    """Compare stats strings by their type, as DuckDB does (numbers numerically, the rest as text)."""
+    try:
+        if type_name in _INT_TYPES:
+            return int(value)
+        if type_name in ("float32", "float64"):
+            return float(value)
+        if type_name.startswith("decimal"):
+            return Decimal(value)
+    except (ValueError, InvalidOperation):
+        pass
+    return value
+
+
+def _merge_stats(name: str, col: ColumnInfo, stats: list[ColumnStats]) -> ColumnStatRow:
+    mins = [st.min_value for st in stats if st.min_value is not None]
+    maxs = [st.max_value for st in stats if st.max_value is not None]
+    nulls = [st.null_count for st in stats]
+    values = [st.value_count for st in stats]
+    nans = [st.contains_nan for st in stats]
+    return ColumnStatRow(
+        column_id=col.column_id, name=name,
+        min=min(mins, key=lambda v: _sort_key(col.type, v)) if mins else None,
+        max=max(maxs, key=lambda v: _sort_key(col.type, v)) if maxs else None,
+        null_count=sum(n for n in nulls if n is not None) if stats and None not in nulls else None,
+        value_count=sum(v for v in values if v is not None) if stats and None not in values else None,
+        contains_nan=(True if any(nans) else (False if stats and None not in nans else None)),
+    )
+
+
+def table_detail(lake: Lake, table: str, *, at: SnapshotSelector = SnapshotSelector()) -> TableDetail:
+    """One table in detail at a snapshot."""
+    with lake.reader() as r:
+        r.metadata()
+        snap = at.resolve(r)
+        sid = snap.snapshot_id
+        t = r.find_table(sid, table)
+        schemas = r.schemas(sid)
+        root = lake.data_path(r)
+        counts = table_counts(r, snapshot_id=sid, data_path=root, tables=[t], schemas=schemas,
+                              storage_options=lake.storage_options)[t.table_id]
+        tdir = table_dir(root, next(sc for sc in schemas if sc.schema_id == t.schema_id), t)
+        data = r.data_files(sid, [t.table_id])
+        per_file = r.file_column_stats(t.table_id, [f.data_file_id for f in data])
+        by_column: dict[int, list[ColumnStats]] = {}
+        for stats in per_file.values():
+            for st in stats:
+                by_column.setdefault(st.column_id, []).append(st)
+        comments = {cid: v for cid, k, v in t.column_tags if k == "comment"}
+        flat = _flatten(t.columns)
+        by_id = t.column_by_id()
+        names = {c.column_id: n for n, c in flat}
+        live_ids = {f.data_file_id for f in data}
+        deletes = [d for d in r.delete_files(sid, [t.table_id]) if d.data_file_id in live_ids]
+        partitioning = tuple(
+            (names.get(p.column_id, f"#{p.column_id}") if p.transform == "identity"
+             else _transform_text(p.transform, names.get(p.column_id, f"#{p.column_id}")))
+            for p in (t.partition.fields if t.partition else ())
+        )
+        return TableDetail(
+            schema=t.schema_name, table=t.name, table_id=t.table_id, table_uuid=t.table_uuid, snapshot_id=sid,
+            path=tdir, comment=t.comment(), tags=dict(t.tags), live_rows=counts.live_rows,
+            data_files=counts.data_files, data_bytes=counts.data_bytes,
+            columns=tuple(ColumnRow(c.column_id, n, c.type_text(), c.nulls_allowed,
+                                    None if c.default_value in (None, "NULL") else c.default_value,
+                                    c.initial_default, comments.get(c.column_id)) for n, c in flat),
+            partitioning=partitioning,
+            sort_keys=tuple(f"{k.expression} {k.direction} {k.null_order}" for k in t.sort_keys),
+            column_stats=tuple(_merge_stats(names[leaf.column_id], by_id[leaf.column_id],
+                                            by_column.get(leaf.column_id, []))
+                               for leaf in t.leaf_columns()),
+            file_size_histogram=_histogram([f.file_size_bytes for f in data]),
+            delete_files=tuple(DeleteFileRow(d.delete_file_id, d.data_file_id, file_path(tdir, d), d.format,
+                                             d.delete_count, d.file_size_bytes, d.begin_snapshot, d.partial_max)
+                               for d in deletes),
+            inlined=tuple(InlinedRow(i.table_name, i.schema_version, r.inlined_row_count(sid, i))
+                          for i in t.inlined_tables),
+        )
+
+
+def _transform_text(transform: str, column: str) -> str:
+    """`bucket(16)` + `id` → `bucket(16, id)`; `year` + `ts` → `year(ts)`."""
+    if transform.endswith(")") and "(" in transform:
+        head, args = transform[:-1].split("(", 1)
+        return f"{head}({args}, {column})"
+    return f"{transform}({column})"

@@ -1,0 +1,1 @@
+"""Storage: path resolution, fsspec file systems and Parquet footers."""

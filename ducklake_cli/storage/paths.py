@@ -1,0 +1,38 @@
+"""DuckLake path resolution (spec §3.4): data_path → schema → table → file."""
+
+from __future__ import annotations
+
+from ducklake_cli.catalog.models import DataFile, DeleteFile, SchemaInfo, TableInfo
+
+
+def ensure_dir(path: str) -> str:
+    """A directory path with exactly one trailing separator."""
+    return path if path.endswith("/") else path + "/"
+
+
+def schema_dir(data_path: str, schema: SchemaInfo) -> str:
+    """Directory of a schema."""
+    if schema.path is None:
+        return ensure_dir(data_path)
+    return ensure_dir(ensure_dir(data_path) + schema.path if schema.path_is_relative else schema.path)
+
+
+def table_dir(data_path: str, schema: SchemaInfo, table: TableInfo) -> str:
+    """Directory of a table."""
+    base = schema_dir(data_path, schema)
+    if table.path is None:
+        return base
+    return ensure_dir(base + table.path if table.path_is_relative else table.path)
+
+
+def file_path(table_directory: str, f: DataFile | DeleteFile) -> str:
+    """Full path of a data or delete file."""
+    return table_directory + f.path if f.path_is_relative else f.path
+
+
+def root_relative(data_path: str, full_path: str) -> tuple[str, bool]:
+    """A path as `files_scheduled_for_deletion` stores it: relative to data_path when below it."""
+    root = ensure_dir(data_path)
+    if full_path.startswith(root):
+        return full_path[len(root):], True
+    return full_path, False
