@@ -44,8 +44,8 @@ pg_bindir() {
   # Prefer 15 (Debian 12's version, what the project targets); fall back to the newest installed.
   if [[ -x /usr/lib/postgresql/15/bin/initdb ]]; then echo /usr/lib/postgresql/15/bin; return; fi
   local d
-  d="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1 || true)"
-  [[ -n "$d" && -x "$d/initdb" ]] && echo "$d"
+  d="$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n1)"
+  if [[ -x "$d/initdb" ]]; then echo "$d"; fi  # prints nothing (status 0) when absent
 }
 
 missing=()
@@ -70,7 +70,11 @@ if [[ "${DUCKLAKE_TEST_REINSTALL:-0}" == 1 || ! -f "$STAMP" || "$(cat "$STAMP")"
    || ! "$PY" -c 'import importlib.metadata as m, pytest; m.version("ducklake-cli")' >/dev/null 2>&1; then
   t0="$(now)"
   log "pip install -e '.[dev]'"
-  "$PY" -m pip install -q --disable-pip-version-check -e '.[dev]' >&2
+  pip_log="$(mktemp -t ducklake-pip.XXXXXX)"
+  # Output to a log (setuptools' build warnings are noise), shown only when the install fails.
+  "$PY" -m pip install -q --disable-pip-version-check -e '.[dev]' >"$pip_log" 2>&1 \
+    || { tail -n 60 "$pip_log" >&2; rm -f "$pip_log"; die "pip install -e '.[dev]' failed"; }
+  rm -f "$pip_log"
   echo "$want_stamp" >"$STAMP"
   log "pip install done in $(elapsed "$t0")"
 fi
@@ -132,31 +136,44 @@ cleanup() {
   [[ $CLEANED -eq 0 ]] || return 0
   CLEANED=1
   set +e
+  local t0 pgpid
+  t0="$(now)"
   if [[ -n "$WEED_PID" ]] && kill -0 "$WEED_PID" 2>/dev/null; then
-    log "stopping SeaweedFS (pid $WEED_PID)"
-    kill -TERM "$WEED_PID"
-    wait_pid_gone "$WEED_PID" 20 || { log "SeaweedFS did not stop; killing"; kill -KILL "$WEED_PID"; }
+    kill -TERM "$WEED_PID"  # takes ~3 s to flush; waited for below, after the others are told to stop
   fi
   if [[ -n "$MYSQL_PID" ]] && kill -0 "$MYSQL_PID" 2>/dev/null; then
-    log "stopping MariaDB (pid $MYSQL_PID)"
     mariadb-admin --no-defaults --socket="$TMP/mysql/mysqld.sock" -uroot shutdown >/dev/null 2>&1 \
       || kill -TERM "$MYSQL_PID"
-    wait_pid_gone "$MYSQL_PID" 30 || { log "MariaDB did not stop; killing"; kill -KILL "$MYSQL_PID"; }
   fi
   if [[ $PG_STARTED -eq 1 ]]; then
-    log "stopping PostgreSQL"
-    local pgpid
     pgpid="$(head -n1 "$TMP/pg/data/postmaster.pid" 2>/dev/null)"
-    (cd "$TMP" && runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$TMP/pg/data" -m fast -w -t 30 stop >/dev/null) \
-      || { [[ -n "$pgpid" ]] && log "pg_ctl stop failed; killing $pgpid" && kill -KILL "$pgpid"; }
+    if [[ -n "$pgpid" ]] && kill -0 "$pgpid" 2>/dev/null; then
+      (cd "$TMP" && runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$TMP/pg/data" -m fast -w -t 30 stop >/dev/null) \
+        || { log "pg_ctl stop failed; killing PostgreSQL (pid $pgpid)"; kill -KILL "$pgpid"; }
+    fi
   fi
+  if [[ -n "$MYSQL_PID" ]] && ! wait_pid_gone "$MYSQL_PID" 30; then
+    log "MariaDB (pid $MYSQL_PID) did not stop; killing"; kill -KILL "$MYSQL_PID"
+  fi
+  if [[ -n "$WEED_PID" ]] && ! wait_pid_gone "$WEED_PID" 20; then
+    log "SeaweedFS (pid $WEED_PID) did not stop; killing"; kill -KILL "$WEED_PID"
+  fi
+  [[ -z "$WEED_PID$MYSQL_PID" && $PG_STARTED -eq 0 ]] || log "services stopped in $(elapsed "$t0")"
   if [[ -n "$TMP" && -d "$TMP" ]]; then
     if [[ "${DUCKLAKE_TEST_KEEP_TMP:-0}" == 1 ]]; then log "kept $TMP"; else rm -rf "$TMP"; fi
   fi
 }
+PYTEST_PID=""
+on_signal() {  # code: stop pytest gracefully first (its teardown still needs the servers), then exit
+  if [[ -n "$PYTEST_PID" ]] && kill -0 "$PYTEST_PID" 2>/dev/null; then
+    kill -INT "$PYTEST_PID" 2>/dev/null
+    wait_pid_gone "$PYTEST_PID" 30 || kill -KILL "$PYTEST_PID" 2>/dev/null
+  fi
+  exit "$1"  # the EXIT trap does the cleanup
+}
 trap 'rc=$?; cleanup; exit $rc' EXIT
-trap 'exit 130' INT   # the EXIT trap does the cleanup
-trap 'exit 143' TERM
+trap 'on_signal 130' INT
+trap 'on_signal 143' TERM
 
 require_free_port PostgreSQL "$PG_PORT" DUCKLAKE_TEST_PG_PORT
 require_free_port MariaDB "$MYSQL_PORT" DUCKLAKE_TEST_MYSQL_PORT
@@ -168,9 +185,30 @@ mkdir -p "$TMP/pg" "$TMP/mysql" "$TMP/s3"
 chown postgres:postgres "$TMP/pg"
 chown mysql:mysql "$TMP/mysql"
 
-# ---------------------------------------------------------------------------------------------------------
+# The three servers boot concurrently: MariaDB and SeaweedFS are launched first, PostgreSQL is set up
+# while they start, then each is polled until it accepts real client connections.
+T_START="$(now)"
+
+# MariaDB: --no-defaults isolates it from /etc/mysql; charset/collation copied from Debian's 50-server.cnf.
+mariadb-install-db --no-defaults --user=mysql --datadir="$TMP/mysql/data" \
+  --auth-root-authentication-method=normal --skip-test-db >"$TMP/mysql/install.log" 2>&1 \
+  || { show_log "$TMP/mysql/install.log"; die "mariadb-install-db failed"; }
+setsid mariadbd --no-defaults --user=mysql --datadir="$TMP/mysql/data" --bind-address=127.0.0.1 \
+  --port="$MYSQL_PORT" --socket="$TMP/mysql/mysqld.sock" --pid-file="$TMP/mysql/mysqld.pid" \
+  --log-error="$TMP/mysql/err.log" --skip-name-resolve --character-set-server=utf8mb4 \
+  --collation-server=utf8mb4_general_ci --innodb-flush-log-at-trx-commit=0 \
+  </dev/null >"$TMP/mysql/stdout.log" 2>&1 &
+MYSQL_PID=$!
+
+# SeaweedFS: all-in-one `weed mini`; unneeded extra listeners off, unix sockets kept inside $TMP.
+AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=testtest setsid "$WEED" mini -dir="$TMP/s3" \
+  -ip=127.0.0.1 -ip.bind=127.0.0.1 -s3.port="$S3_PORT" -bucket=lake -admin.ui=false \
+  -master.telemetry=false -webdav=false -s3.port.iceberg=0 -s3.port.lance=0 \
+  -s3.localSocket="$TMP/s3/s3.sock" -filer.localSocket="$TMP/s3/filer.sock" \
+  </dev/null >"$TMP/s3.log" 2>&1 &
+WEED_PID=$!
+
 # PostgreSQL: trust on the private unix socket (for setup), real password auth on TCP (what tests use).
-t0="$(now)"
 (cd "$TMP" && runuser -u postgres -- "$PG_BIN/initdb" -D "$TMP/pg/data" -U postgres --auth-local=trust \
   --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8) >"$TMP/pg/initdb.log" 2>&1 \
   || { show_log "$TMP/pg/initdb.log"; die "initdb failed"; }
@@ -184,20 +222,8 @@ PG_STARTED=1
   -c "CREATE ROLE lake LOGIN PASSWORD 'lake' CREATEDB" >&2 || die "could not create PostgreSQL role lake"
 wait_ready PostgreSQL "" "$TMP/pg/pg.log" \
   env PGPASSWORD=lake PGCONNECT_TIMEOUT=2 "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U lake -d postgres -X -Atqc 'SELECT 1'
-log "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $NF}') ready on 127.0.0.1:$PG_PORT in $(elapsed "$t0")"
+log "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') ready on 127.0.0.1:$PG_PORT after $(elapsed "$T_START")"
 
-# ---------------------------------------------------------------------------------------------------------
-# MariaDB: --no-defaults isolates it from /etc/mysql; charset/collation copied from Debian's 50-server.cnf.
-t0="$(now)"
-mariadb-install-db --no-defaults --user=mysql --datadir="$TMP/mysql/data" \
-  --auth-root-authentication-method=normal --skip-test-db >"$TMP/mysql/install.log" 2>&1 \
-  || { show_log "$TMP/mysql/install.log"; die "mariadb-install-db failed"; }
-setsid mariadbd --no-defaults --user=mysql --datadir="$TMP/mysql/data" --bind-address=127.0.0.1 \
-  --port="$MYSQL_PORT" --socket="$TMP/mysql/mysqld.sock" --pid-file="$TMP/mysql/mysqld.pid" \
-  --log-error="$TMP/mysql/err.log" --skip-name-resolve --character-set-server=utf8mb4 \
-  --collation-server=utf8mb4_general_ci --innodb-flush-log-at-trx-commit=0 \
-  </dev/null >"$TMP/mysql/stdout.log" 2>&1 &
-MYSQL_PID=$!
 wait_ready MariaDB "$MYSQL_PID" "$TMP/mysql/err.log" \
   mariadb-admin --no-defaults --socket="$TMP/mysql/mysqld.sock" -uroot ping
 mariadb --no-defaults --socket="$TMP/mysql/mysqld.sock" -uroot -e \
@@ -205,17 +231,8 @@ mariadb --no-defaults --socket="$TMP/mysql/mysqld.sock" -uroot -e \
   || die "could not create MariaDB user lake"
 wait_ready MariaDB "$MYSQL_PID" "$TMP/mysql/err.log" \
   mariadb --no-defaults --protocol=tcp -h127.0.0.1 -P"$MYSQL_PORT" -ulake -plake --connect-timeout=2 -e 'SELECT 1'
-log "MariaDB ready on 127.0.0.1:$MYSQL_PORT in $(elapsed "$t0")"
+log "MariaDB $(mariadbd --version | awk '{print $3}' | cut -d- -f1) ready on 127.0.0.1:$MYSQL_PORT after $(elapsed "$T_START")"
 
-# ---------------------------------------------------------------------------------------------------------
-# SeaweedFS: all-in-one `weed mini`; unneeded extra listeners off, unix sockets kept inside $TMP.
-t0="$(now)"
-AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=testtest setsid "$WEED" mini -dir="$TMP/s3" \
-  -ip=127.0.0.1 -ip.bind=127.0.0.1 -s3.port="$S3_PORT" -bucket=lake -admin.ui=false \
-  -master.telemetry=false -webdav=false -s3.port.iceberg=0 -s3.port.lance=0 \
-  -s3.localSocket="$TMP/s3/s3.sock" -filer.localSocket="$TMP/s3/filer.sock" \
-  </dev/null >"$TMP/s3.log" 2>&1 &
-WEED_PID=$!
 # Ready = the bucket accepts an authenticated write/read/delete (the S3 port opens before the bucket exists).
 S3_PROBE='
 import sys
@@ -228,7 +245,7 @@ assert fs.cat("lake/.ready-probe") == b"ok"
 fs.rm("lake/.ready-probe")
 '
 wait_ready SeaweedFS "$WEED_PID" "$TMP/s3.log" "$PY" -c "$S3_PROBE" "http://127.0.0.1:$S3_PORT"
-log "SeaweedFS S3 ready on 127.0.0.1:$S3_PORT in $(elapsed "$t0")"
+log "SeaweedFS $("$WEED" version 2>/dev/null | awk '{print $3}') S3 ready on 127.0.0.1:$S3_PORT after $(elapsed "$T_START")"
 
 # ---------------------------------------------------------------------------------------------------------
 export DUCKLAKE_TEST_PG="postgresql://lake:lake@127.0.0.1:$PG_PORT/postgres"
@@ -237,8 +254,15 @@ export DUCKLAKE_TEST_S3="http://127.0.0.1:$S3_PORT"
 export DUCKLAKE_TEST_S3_KEY=test DUCKLAKE_TEST_S3_SECRET=testtest DUCKLAKE_TEST_S3_BUCKET=lake
 export AWS_EC2_METADATA_DISABLED=true  # no cloud here: stop botocore probing the instance-metadata endpoint
 
+# pytest runs as a background job plus `wait`, because bash defers traps until a foreground child exits: a
+# TERM sent to this script alone must still stop everything promptly. Background jobs start with SIGINT
+# ignored, so the default Ctrl-C handler is restored; stdin is passed through (for --pdb).
+"$PY" -c 'import signal, sys, pytest; signal.signal(signal.SIGINT, signal.default_int_handler)
+sys.exit(pytest.main())' "$@" <&0 &
+PYTEST_PID=$!
 set +e
-"$PY" -m pytest "$@"
+wait "$PYTEST_PID"
 rc=$?
 set -e
+PYTEST_PID=""
 exit "$rc"

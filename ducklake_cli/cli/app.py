@@ -58,9 +58,8 @@ def main(argv: list[str] | None = None) -> None:
     except DuckLakeError as exc:
         if debug:
             raise
-        sys.stderr.write(f"error: {_one_line(exc.message)}\n")
-        if exc.hint:
-            sys.stderr.write(f"hint: {_one_line(exc.hint)}\n")
+        hint = f" (hint: {_one_line(exc.hint)})" if exc.hint else ""
+        sys.stderr.write(f"error: {_one_line(exc.message)}{hint}\n")
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")

@@ -32,6 +32,7 @@ def create_catalog(
     """
     resolved = resolve_catalog(catalog, metadata_schema=metadata_schema, must_exist=False)
     result = create_op(resolved.target, data_path=data_path)
-    render(result, fmt)
     if fmt is OutputFormat.table:
         message(f"created DuckLake catalog {result.catalog} (data in {result.data_path})")
+    else:
+        render(result, fmt)
