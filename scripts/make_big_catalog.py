@@ -31,6 +31,10 @@ snapshot that gets no file (only when M < N) is an inlined insert instead, as Du
 ``--inline-rows`` rows (≤ 10, the default inlining limit) into ``ducklake_inlined_data_<tid>_<sv>``, change
 ``inlined_insert:<tid>``, next_file_id + 1.
 
+Staging: DuckDB's partitioned COPY creates one directory per file; it writes into ``--staging-dir``, by default
+``/dev/shm`` when it has room (much faster than a disk for 10 000 tiny directories), else the data path; the staging
+tree is removed at the end.
+
 Snapshot times: all snapshots (the bootstrap ones included — they are rewritten) are spaced ``--interval`` seconds
 apart and end at the generation time, so the history lies in the past and ``AT (TIMESTAMP => …)`` works on it.
 
@@ -242,7 +246,10 @@ class Catalog:
 
     def commit(self) -> None:
         """Commit the transaction."""
-        self.con.execute("COMMIT") if not self.postgres else self.con.commit()
+        if self.postgres:
+            self.con.commit()
+        else:
+            self.con.execute("COMMIT")
 
     def close(self) -> None:
         """Roll back anything uncommitted and close."""
@@ -282,8 +289,15 @@ def attach_sql(options: Options, alias: str = "lake", read_only: bool = False) -
 
 
 def prepare_targets(options: Options) -> None:
-    """Refuse (or with --force, clear) an existing catalog file / table directories."""
-    if not options.is_postgres:
+    """Refuse (or with --force, clear) an existing catalog file / table directories; PostgreSQL must be empty."""
+    if options.is_postgres:
+        import psycopg
+
+        with psycopg.connect(_plain_pg_url(options.catalog)) as con:
+            row = con.execute("SELECT to_regclass('ducklake_metadata') IS NOT NULL").fetchone()
+        if row and row[0]:
+            raise SystemExit("make_big_catalog: that PostgreSQL database already holds a DuckLake; use an empty one")
+    else:
         cat = Path(options.catalog)
         if cat.exists():
             if not options.force:

@@ -185,9 +185,17 @@ mkdir -p "$TMP/pg" "$TMP/mysql" "$TMP/s3"
 chown postgres:postgres "$TMP/pg"
 chown mysql:mysql "$TMP/mysql"
 
-# The three servers boot concurrently: MariaDB and SeaweedFS are launched first, PostgreSQL is set up
+# The three servers boot concurrently: SeaweedFS and MariaDB are launched first, PostgreSQL is set up
 # while they start, then each is polled until it accepts real client connections.
 T_START="$(now)"
+
+# SeaweedFS: all-in-one `weed mini`; unneeded extra listeners off, unix sockets kept inside $TMP.
+AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=testtest setsid "$WEED" mini -dir="$TMP/s3" \
+  -ip=127.0.0.1 -ip.bind=127.0.0.1 -s3.port="$S3_PORT" -bucket=lake -admin.ui=false \
+  -master.telemetry=false -webdav=false -s3.port.iceberg=0 -s3.port.lance=0 \
+  -s3.localSocket="$TMP/s3/s3.sock" -filer.localSocket="$TMP/s3/filer.sock" \
+  </dev/null >"$TMP/s3.log" 2>&1 &
+WEED_PID=$!
 
 # MariaDB: --no-defaults isolates it from /etc/mysql; charset/collation copied from Debian's 50-server.cnf.
 mariadb-install-db --no-defaults --user=mysql --datadir="$TMP/mysql/data" \
@@ -199,14 +207,6 @@ setsid mariadbd --no-defaults --user=mysql --datadir="$TMP/mysql/data" --bind-ad
   --collation-server=utf8mb4_general_ci --innodb-flush-log-at-trx-commit=0 \
   </dev/null >"$TMP/mysql/stdout.log" 2>&1 &
 MYSQL_PID=$!
-
-# SeaweedFS: all-in-one `weed mini`; unneeded extra listeners off, unix sockets kept inside $TMP.
-AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=testtest setsid "$WEED" mini -dir="$TMP/s3" \
-  -ip=127.0.0.1 -ip.bind=127.0.0.1 -s3.port="$S3_PORT" -bucket=lake -admin.ui=false \
-  -master.telemetry=false -webdav=false -s3.port.iceberg=0 -s3.port.lance=0 \
-  -s3.localSocket="$TMP/s3/s3.sock" -filer.localSocket="$TMP/s3/filer.sock" \
-  </dev/null >"$TMP/s3.log" 2>&1 &
-WEED_PID=$!
 
 # PostgreSQL: trust on the private unix socket (for setup), real password auth on TCP (what tests use).
 (cd "$TMP" && runuser -u postgres -- "$PG_BIN/initdb" -D "$TMP/pg/data" -U postgres --auth-local=trust \

@@ -107,7 +107,8 @@ def test_catalog_example_final_result(spot: Spot) -> None:
 def test_duckdb_drops_quotes_in_struct_strings_inlined_on_sqlite(tmp_path: Path) -> None:
     """Canary for a DuckDB 1.5.5 quirk the scenarios avoid on purpose.
 
-    Inlined nested values are stored as DuckDB's text rendering on SQLite. For a STRUCT field the quote
+    Inlined nested values are stored as DuckDB's text rendering on SQLite (and PostgreSQL, same result
+    checked by hand). For a STRUCT field the quote
     is rendered as '' but DuckDB reads it back without it ("it's" -> "its"); in a LIST it is rendered as
     \\' and survives. If this starts failing, DuckDB fixed it: add the case to the ``nested`` scenario.
     """

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from urllib.parse import urlsplit
 
 import psycopg
@@ -16,6 +15,7 @@ from tests.fixtures.services import (
     mysql_database,
     pg_database,
     pg_dsn_kv,
+    require_env,
     s3_prefix,
 )
 
@@ -77,7 +77,7 @@ def test_s3_bucket_prefix_roundtrip(s3_bucket: S3Target) -> None:
 
 @pytest.mark.postgres
 def test_pg_database_dropped_even_with_open_session() -> None:
-    admin_url = os.environ["DUCKLAKE_TEST_PG"]
+    admin_url = require_env("DUCKLAKE_TEST_PG")
     with pg_database(admin_url) as url:
         name = urlsplit(url).path.lstrip("/")
         held = psycopg.connect(url)  # left open on purpose: DROP ... WITH (FORCE) must not block on it
@@ -90,7 +90,7 @@ def test_pg_database_dropped_even_with_open_session() -> None:
 
 @pytest.mark.mysql
 def test_mysql_database_dropped_even_with_open_session() -> None:
-    admin_url = os.environ["DUCKLAKE_TEST_MYSQL"]
+    admin_url = require_env("DUCKLAKE_TEST_MYSQL")
     with mysql_database(admin_url) as url:
         name = urlsplit(url).path.lstrip("/")
         held = pymysql.connect(**mysql_connect_args(url))
@@ -107,8 +107,8 @@ def test_mysql_database_dropped_even_with_open_session() -> None:
 
 @pytest.mark.s3
 def test_s3_prefix_removed() -> None:
-    env = os.environ
-    with s3_prefix(env["DUCKLAKE_TEST_S3"], env["DUCKLAKE_TEST_S3_KEY"], env["DUCKLAKE_TEST_S3_SECRET"]) as t:
+    endpoint, key, secret = (require_env(f"DUCKLAKE_TEST_S3{s}") for s in ("", "_KEY", "_SECRET"))
+    with s3_prefix(endpoint, key, secret) as t:
         fs = t.filesystem()
         fs.pipe(f"{t.bucket}/{t.prefix}/x/y.bin", b"1")
     fs = t.filesystem()

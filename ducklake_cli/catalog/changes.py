@@ -36,6 +36,8 @@ class ChangeParseError(ValueError):
 
 def _split(text: str) -> list[str]:
     """Split on commas outside double quotes."""
+    if '"' not in text:
+        return text.split(",")
     parts, buf, quoted = [], [], False
     i = 0
     while i < len(text):

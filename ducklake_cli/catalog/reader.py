@@ -5,9 +5,10 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, func, literal, or_, select
+from sqlalchemy import and_, case, func, literal, not_, or_, select
 
 from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.backends import Backend
@@ -43,6 +44,31 @@ def visible(table: Table, snapshot_id: int) -> ColumnElement[bool]:
         table.c.begin_snapshot <= snapshot_id,
         or_(table.c.end_snapshot.is_(None), table.c.end_snapshot > snapshot_id),
     )
+
+
+@dataclass
+class FileTotals:
+    """Aggregates of one table's files at a snapshot (see `MetadataReader.file_totals`)."""
+
+    data_files: int = 0
+    records: int = 0
+    data_bytes: int = 0
+    delete_files: int = 0
+    deleted: int = 0
+    delete_bytes: int = 0
+    partial_data: list[tuple[str, bool]] = field(default_factory=list)
+    partial_deletes: list[tuple[str, bool]] = field(default_factory=list)
+
+
+@dataclass
+class ColumnStatsSummary:
+    """A leaf column's file stats merged over the live files (see `MetadataReader.column_stats_at`)."""
+
+    null_count: int | None
+    value_count: int | None
+    contains_nan: bool | None
+    mins: list[str] = field(default_factory=list)
+    maxs: list[str] = field(default_factory=list)
 
 
 def _bool(value: Any) -> bool | None:
@@ -394,6 +420,34 @@ class MetadataReader:
                 )
         return out
 
+    def column_stats_at(self, snapshot_id: int, table_id: int) -> dict[int, ColumnStatsSummary]:
+        """Per leaf column, file stats merged over the data files live at S (counts summed in SQL; min/max
+        candidates returned distinct, for a typed comparison by the caller)."""
+        f, d = s.file_column_stats_t, s.data_file_t
+        live = f.join(d, and_(d.c.data_file_id == f.c.data_file_id, visible(d, snapshot_id)))
+        where = (f.c.table_id == table_id,)
+        out: dict[int, ColumnStatsSummary] = {}
+        nan_int = case((f.c.contains_nan.is_(True), literal(1)), else_=literal(0))
+        for r in self.conn.execute(
+            select(f.c.column_id, func.count(), func.count(f.c.null_count), func.sum(f.c.null_count),
+                   func.count(f.c.value_count), func.sum(f.c.value_count), func.count(f.c.contains_nan),
+                   func.sum(nan_int))
+            .select_from(live).where(*where).group_by(f.c.column_id)
+        ):
+            n = int(r[1])
+            out[r[0]] = ColumnStatsSummary(
+                null_count=int(r[3] or 0) if r[2] == n else None,
+                value_count=int(r[5] or 0) if r[4] == n else None,
+                contains_nan=True if (r[7] or 0) > 0 else (False if r[6] == n else None),
+            )
+        for col, attr in ((f.c.min_value, "mins"), (f.c.max_value, "maxs")):
+            for cid, value in self.conn.execute(
+                select(f.c.column_id, col).distinct().select_from(live).where(*where, col.is_not(None))
+            ).tuples().all():
+                if cid in out:
+                    getattr(out[cid], attr).append(value)
+        return out
+
     def table_stats(self, table_ids: Iterable[int]) -> dict[int, TableStats]:
         """`ducklake_table_stats` rows by table id."""
         t = s.table_stats_t
@@ -409,13 +463,44 @@ class MetadataReader:
             for r in rows
         ]
 
-    def file_aggregates(self, snapshot_id: int) -> dict[int, tuple[int, int, int]]:
-        """Per table at S: (data files, record count sum, bytes) in one grouped query."""
-        t = s.data_file_t
-        rows = self.conn.execute(
-            select(t.c.table_id, func.count(), func.coalesce(func.sum(t.c.record_count), literal(0)),
-                   func.coalesce(func.sum(t.c.file_size_bytes), literal(0)))
-            .where(visible(t, snapshot_id))
-            .group_by(t.c.table_id)
-        ).all()
-        return {r[0]: (int(r[1]), int(r[2]), int(r[3])) for r in rows}
+    def file_totals(self, snapshot_id: int, table_ids: Sequence[int]) -> dict[int, FileTotals]:
+        """Per table at S, in two grouped queries: data files, their rows and bytes; live delete files, their
+        deleted rows and bytes. Partial files newer than S are listed apart: only their own rows tell."""
+        d, x = s.data_file_t, s.delete_file_t
+        ids = list(table_ids)
+        out = {tid: FileTotals() for tid in ids}
+        whole = or_(d.c.partial_max.is_(None), d.c.partial_max <= snapshot_id)
+        for r in self.conn.execute(
+            select(d.c.table_id, func.count(), func.sum(case((whole, d.c.record_count), else_=literal(0))),
+                   func.sum(d.c.file_size_bytes))
+            .where(visible(d, snapshot_id), d.c.table_id.in_(ids)).group_by(d.c.table_id)
+        ):
+            out[r[0]].data_files, out[r[0]].records, out[r[0]].data_bytes = int(r[1]), int(r[2] or 0), int(r[3] or 0)
+        live_data = and_(d.c.data_file_id == x.c.data_file_id, visible(d, snapshot_id))
+        x_whole = or_(x.c.partial_max.is_(None), x.c.partial_max <= snapshot_id)
+        for r in self.conn.execute(
+            select(x.c.table_id, func.count(), func.sum(case((x_whole, x.c.delete_count), else_=literal(0))),
+                   func.sum(x.c.file_size_bytes))
+            .select_from(x.join(d, live_data))
+            .where(visible(x, snapshot_id), x.c.table_id.in_(ids)).group_by(x.c.table_id)
+        ):
+            out[r[0]].delete_files, out[r[0]].deleted, out[r[0]].delete_bytes = (
+                int(r[1]), int(r[2] or 0), int(r[3] or 0))
+        for r in self.conn.execute(
+            select(d.c.table_id, d.c.data_file_id, d.c.path, d.c.path_is_relative)
+            .where(visible(d, snapshot_id), d.c.table_id.in_(ids), not_(whole))
+        ):
+            out[r.table_id].partial_data.append((r.path, bool(_bool(r.path_is_relative))))
+        for r in self.conn.execute(
+            select(x.c.table_id, x.c.path, x.c.path_is_relative)
+            .select_from(x.join(d, live_data))
+            .where(visible(x, snapshot_id), x.c.table_id.in_(ids), not_(x_whole))
+        ):
+            out[r.table_id].partial_deletes.append((r.path, bool(_bool(r.path_is_relative))))
+        for tid in ids:
+            per_file = self.inlined_deletes(snapshot_id, tid)
+            if per_file:
+                live = {r[0] for r in self.conn.execute(select(d.c.data_file_id).where(
+                    visible(d, snapshot_id), d.c.table_id == tid, d.c.data_file_id.in_(list(per_file))))}
+                out[tid].deleted += sum(n for fid, n in per_file.items() if fid in live)
+        return out

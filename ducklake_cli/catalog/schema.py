@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Column, MetaData, String, Table, Text
-from sqlalchemy.types import TypeEngine
+from sqlalchemy import TIMESTAMP, BigInteger, Boolean, Column, DateTime, Dialect, MetaData, String, Table, Text, Uuid
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
 FORMAT_VERSION = "1.0"
 
@@ -102,15 +102,44 @@ def inlined_delete_table_name(table_id: int) -> str:
     return f"{INLINED_DELETE_PREFIX}{table_id}"
 
 
+class _Timestamptz(TypeDecorator[Any]):
+    """TIMESTAMPTZ: native on PostgreSQL/DuckDB/MySQL; SQLite keeps DuckDB's text rendering (backend encodes)."""
+
+    impl = Text
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        """The column type each dialect binds and reads."""
+        if dialect.name in ("postgresql", "duckdb"):
+            return dialect.type_descriptor(TIMESTAMP(timezone=True))
+        if dialect.name in ("mysql", "mariadb"):
+            return dialect.type_descriptor(DateTime())
+        return dialect.type_descriptor(Text())
+
+
+class _Uuid(TypeDecorator[Any]):
+    """UUID: native on PostgreSQL (read back as text), text elsewhere."""
+
+    impl = Text
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        """The column type each dialect binds and reads."""
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(Uuid(as_uuid=False))
+        return dialect.type_descriptor(Text())
+
+
 def _sa_type(kind: str) -> TypeEngine[Any]:
-    # Query-side types only; DDL text comes from the backend hooks. UUIDs and timestamps are read raw and
-    # normalised by the backend, since SQLite stores both as text.
+    # Query-side types; DDL text comes from the backend hooks.
     if kind == BIGINT:
         return BigInteger()
     if kind == BOOLEAN:
         return Boolean(create_constraint=False)
-    if kind in (UUID, TIMESTAMPTZ):
-        return Text()
+    if kind == UUID:
+        return _Uuid()
+    if kind == TIMESTAMPTZ:
+        return _Timestamptz()
     return String()
 
 

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ducklake_cli.api import Lake
-from ducklake_cli.catalog.url import CatalogTarget
 from ducklake_cli.cli.render import OutputFormat
 from ducklake_cli.config import Resolved, resolve_from_environment
 from ducklake_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from ducklake_cli.api import Lake
 
 CatalogArg = Annotated[
     str,
@@ -70,6 +71,5 @@ def open_lake(resolved: Resolved, *, read_only: bool = True) -> Lake:
     """A Lake for a resolved catalog (read-only commands never write the catalog)."""
     from ducklake_cli.api import connect
 
-    target: CatalogTarget = resolved.target
-    return connect(target, data_path=resolved.data_path, storage_options=resolved.storage_options,
+    return connect(resolved.target, data_path=resolved.data_path, storage_options=resolved.storage_options,
                    read_only=read_only)

@@ -8,7 +8,6 @@ import typer
 
 from ducklake_cli.cli.common import CatalogArg, DebugOpt, FormatOpt, MetadataSchemaOpt, resolve_catalog
 from ducklake_cli.cli.render import OutputFormat, message, render
-from ducklake_cli.ops.create import create_catalog as create_op
 
 
 def create_catalog(
@@ -30,6 +29,8 @@ def create_catalog(
 
       ducklake create-catalog postgresql://lake:secret@db:5432/lake --data-path s3://bucket/lake/
     """
+    from ducklake_cli.ops.create import create_catalog as create_op
+
     resolved = resolve_catalog(catalog, metadata_schema=metadata_schema, must_exist=False)
     result = create_op(resolved.target, data_path=data_path)
     if fmt is OutputFormat.table:

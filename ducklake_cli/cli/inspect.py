@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,8 +20,9 @@ from ducklake_cli.cli.common import (
 )
 from ducklake_cli.cli.render import OutputFormat, render
 from ducklake_cli.errors import UsageError
-from ducklake_cli.ops import inspect as ops
-from ducklake_cli.ops.results import Result
+
+if TYPE_CHECKING:
+    from ducklake_cli.ops.results import Result
 
 
 def inspect(
@@ -52,6 +53,8 @@ def inspect(
         raise UsageError("--snapshot and --as-of cannot be used together")
     if snapshots and files:
         raise UsageError("--snapshots and --files cannot be used together")
+    from ducklake_cli.ops import inspect as ops
+
     at = ops.SnapshotSelector(snapshot_id=snapshot, as_of=parse_time(as_of) if as_of else None)
     resolved = resolve_catalog(catalog, data_path=data_path, metadata_schema=metadata_schema)
     with open_lake(resolved) as lake:

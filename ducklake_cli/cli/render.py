@@ -50,7 +50,9 @@ def _rich_section(section: Section) -> Any:
 def render(result: Result, fmt: OutputFormat) -> None:
     """Write a result to stdout in the chosen format."""
     if fmt is OutputFormat.json:
-        sys.stdout.write(json.dumps(result.to_json(), indent=2, default=str) + "\n")
+        # Indented for a terminal; compact (and C-accelerated) when piped to a program.
+        indent = 2 if sys.stdout.isatty() else None
+        sys.stdout.write(json.dumps(result.to_json(), indent=indent, default=str) + "\n")
         return
     if fmt is OutputFormat.csv:
         section = next((s for s in result.sections() if s.csv), None)

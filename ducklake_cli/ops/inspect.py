@@ -9,8 +9,8 @@ from typing import Any
 
 from ducklake_cli.api import Lake
 from ducklake_cli.catalog.changes import ChangeParseError, parse_changes
-from ducklake_cli.catalog.models import ColumnInfo, ColumnStats, Snapshot, TableInfo
-from ducklake_cli.catalog.reader import MetadataReader
+from ducklake_cli.catalog.models import ColumnInfo, Snapshot, TableInfo
+from ducklake_cli.catalog.reader import ColumnStatsSummary, MetadataReader
 from ducklake_cli.ops.counts import TableCounts, table_counts
 from ducklake_cli.ops.results import Section, jsonable
 from ducklake_cli.storage.paths import file_path, table_dir
@@ -211,8 +211,13 @@ class SnapshotList:
     snapshots: tuple[SnapshotRow, ...]
 
     def to_json(self) -> Any:
-        """A list of snapshot objects."""
-        return jsonable(list(self.snapshots))
+        """A list of snapshot objects (built directly: this list can hold many thousands)."""
+        return [
+            {"snapshot_id": s.snapshot_id, "snapshot_time": s.snapshot_time.isoformat(),
+             "schema_version": s.schema_version, "changes": s.changes, "author": s.author,
+             "commit_message": s.commit_message, "commit_extra_info": s.commit_extra_info}
+            for s in self.snapshots
+        ]
 
     def sections(self) -> list[Section]:
         """One row per snapshot."""
@@ -358,19 +363,14 @@ def _sort_key(type_name: str, value: str) -> Any:
     return value
 
 
-def _merge_stats(name: str, col: ColumnInfo, stats: list[ColumnStats]) -> ColumnStatRow:
-    mins = [st.min_value for st in stats if st.min_value is not None]
-    maxs = [st.max_value for st in stats if st.max_value is not None]
-    nulls = [st.null_count for st in stats]
-    values = [st.value_count for st in stats]
-    nans = [st.contains_nan for st in stats]
+def _stat_row(name: str, col: ColumnInfo, st: ColumnStatsSummary | None) -> ColumnStatRow:
+    if st is None:
+        return ColumnStatRow(col.column_id, name, None, None, None, None, None)
     return ColumnStatRow(
         column_id=col.column_id, name=name,
-        min=min(mins, key=lambda v: _sort_key(col.type, v)) if mins else None,
-        max=max(maxs, key=lambda v: _sort_key(col.type, v)) if maxs else None,
-        null_count=sum(n for n in nulls if n is not None) if stats and None not in nulls else None,
-        value_count=sum(v for v in values if v is not None) if stats and None not in values else None,
-        contains_nan=(True if any(nans) else (False if stats and None not in nans else None)),
+        min=min(st.mins, key=lambda v: _sort_key(col.type, v)) if st.mins else None,
+        max=max(st.maxs, key=lambda v: _sort_key(col.type, v)) if st.maxs else None,
+        null_count=st.null_count, value_count=st.value_count, contains_nan=st.contains_nan,
     )
 
 
@@ -387,11 +387,7 @@ def table_detail(lake: Lake, table: str, *, at: SnapshotSelector = SnapshotSelec
                               storage_options=lake.storage_options)[t.table_id]
         tdir = table_dir(root, next(sc for sc in schemas if sc.schema_id == t.schema_id), t)
         data = r.data_files(sid, [t.table_id])
-        per_file = r.file_column_stats(t.table_id, [f.data_file_id for f in data])
-        by_column: dict[int, list[ColumnStats]] = {}
-        for stats in per_file.values():
-            for st in stats:
-                by_column.setdefault(st.column_id, []).append(st)
+        stats = r.column_stats_at(sid, t.table_id)
         comments = {cid: v for cid, k, v in t.column_tags if k == "comment"}
         flat = _flatten(t.columns)
         by_id = t.column_by_id()
@@ -412,8 +408,7 @@ def table_detail(lake: Lake, table: str, *, at: SnapshotSelector = SnapshotSelec
                                     c.initial_default, comments.get(c.column_id)) for n, c in flat),
             partitioning=partitioning,
             sort_keys=tuple(f"{k.expression} {k.direction} {k.null_order}" for k in t.sort_keys),
-            column_stats=tuple(_merge_stats(names[leaf.column_id], by_id[leaf.column_id],
-                                            by_column.get(leaf.column_id, []))
+            column_stats=tuple(_stat_row(names[leaf.column_id], by_id[leaf.column_id], stats.get(leaf.column_id))
                                for leaf in t.leaf_columns()),
             file_size_histogram=_histogram([f.file_size_bytes for f in data]),
             delete_files=tuple(DeleteFileRow(d.delete_file_id, d.data_file_id, file_path(tdir, d), d.format,

@@ -1,0 +1,1 @@
+"""The DuckLake metadata layer: the only place with SQL."""
