@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
+import duckdb
 import pytest
 
 import ducklake_cli
@@ -13,21 +15,24 @@ from tests.fixtures.lakes import SCENARIOS, build_lake
 from tests.fixtures.oracle import oracle_connect
 
 
-def _duckdb_counts(spot: Spot, snapshot_id: int) -> dict[str, int]:
+def _duckdb_counts(spot: Spot, snapshot_id: int, con: duckdb.DuckDBPyConnection | None = None) -> dict[str, int]:
     """DuckDB's own view at a snapshot: every table and its count(*)."""
-    con = oracle_connect()
+    own = con is None
+    con = con or oracle_connect()
+    alias = f"lake_at_{snapshot_id}"
     try:
-        con.execute(spot.attach("lake", f"SNAPSHOT_VERSION {snapshot_id}"))
+        con.execute(spot.attach(alias, f"SNAPSHOT_VERSION {snapshot_id}"))
         tables = con.execute(
-            "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'lake'"
+            "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = ?", [alias]
         ).fetchall()
         counts = {
-            f"{s}.{t}": con.execute(f'SELECT count(*) FROM lake."{s}"."{t}"').fetchone()[0]  # type: ignore[index]
+            f"{s}.{t}": con.execute(f'SELECT count(*) FROM {alias}."{s}"."{t}"').fetchone()[0]  # type: ignore[index]
             for s, t in tables
         }
-        con.execute("DETACH lake")
+        con.execute(f"DETACH {alias}")
     finally:
-        con.close()
+        if own:
+            con.close()
     return counts
 
 
@@ -35,14 +40,14 @@ def _duckdb_counts(spot: Spot, snapshot_id: int) -> dict[str, int]:
 @pytest.mark.parametrize("spot", ORACLE_BACKENDS, indirect=True)
 def test_live_rows_at_every_snapshot(spot: Spot, scenario: str) -> None:
     ids = build_lake(spot.backend, spot.oracle_target, spot.data_path, scenario)
-    with ducklake_cli.connect(spot.catalog, read_only=True) as lake:
+    with ducklake_cli.connect(spot.catalog, read_only=True) as lake, contextlib.closing(oracle_connect()) as con:
         assert [s.snapshot_id for s in inspect_ops.snapshots(lake).snapshots] == ids
         for sid in ids:
             ours = {
                 f"{t.schema}.{t.table}": t.live_rows
                 for t in inspect_ops.summary(lake, at=inspect_ops.SnapshotSelector(snapshot_id=sid)).tables
             }
-            assert ours == _duckdb_counts(spot, sid), f"snapshot {sid}"
+            assert ours == _duckdb_counts(spot, sid, con), f"snapshot {sid}"
 
 
 @pytest.mark.parametrize("spot", ORACLE_BACKENDS, indirect=True)

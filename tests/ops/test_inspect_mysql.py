@@ -21,7 +21,7 @@ from tests.fixtures.services import mysql_connect_args
 def copy_sqlite_catalog_to_mysql(sqlite_path: Path, mysql_url: str) -> None:
     """Copy every catalog row; inlined tables are created with TEXT payload columns (SQLite stores text too)."""
     src = sqlite3.connect(sqlite_path)
-    dst = pymysql.connect(**mysql_connect_args(mysql_url), autocommit=False)
+    dst = pymysql.connect(**{**mysql_connect_args(mysql_url), "autocommit": False})
     try:
         with dst.cursor() as cur:
             cur.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()")
