@@ -13,7 +13,12 @@ from ducklake_cli.errors import DuckLakeError
 from ducklake_cli.storage.paths import ensure_dir
 
 if TYPE_CHECKING:
+    import datetime as dt
+
+    from pyspark.sql import DataFrame, SparkSession
     from sqlalchemy import Connection, Engine
+
+    from ducklake_cli.engine.session import SparkSettings
 
 
 class Lake:
@@ -26,8 +31,10 @@ class Lake:
         data_path: str | None = None,
         storage_options: Mapping[str, Any] | None = None,
         read_only: bool = False,
+        spark_settings: SparkSettings | None = None,
     ) -> None:
         self.target = target
+        self.spark_settings = spark_settings
         self.backend: Backend = backend_for(target)
         self.data_path_override = ensure_dir(data_path) if data_path else None
         self.storage_options: dict[str, Any] = dict(storage_options or {})
@@ -76,6 +83,30 @@ class Lake:
         """The root data path: the override if given, else the stored one."""
         return self.data_path_override or ensure_dir(reader.metadata().data_path)
 
+    def spark(self) -> SparkSession:
+        """The Spark session this lake's reads run on (started on first use)."""
+        from ducklake_cli.engine.session import SparkSettings, build_session
+
+        return build_session(self.spark_settings or SparkSettings())
+
+    def table(
+        self, name: str, *, snapshot: int | None = None, as_of: dt.datetime | None = None,
+        spark: SparkSession | None = None, with_rowid: bool = False,
+    ) -> DataFrame:
+        """A table (`name` in schema main, or `schema.name`) at a snapshot as a Spark DataFrame."""
+        from ducklake_cli.ops.query import table_dataframe
+
+        return table_dataframe(self, name, snapshot=snapshot, as_of=as_of, spark=spark, with_rowid=with_rowid)
+
+    def sql(
+        self, query: str, *, snapshot: int | None = None, as_of: dt.datetime | None = None,
+        spark: SparkSession | None = None,
+    ) -> DataFrame:
+        """Spark SQL over the lake's tables (`schema.table`, `VERSION AS OF n`, `TIMESTAMP AS OF '…'`)."""
+        from ducklake_cli.ops.query import sql_dataframe
+
+        return sql_dataframe(self, query, snapshot=snapshot, as_of=as_of, spark=spark)
+
     def close(self) -> None:
         """Release the catalog connections (a DuckDB file is unlocked)."""
         if self._engine is not None:
@@ -96,11 +127,12 @@ def connect(
     metadata_schema: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
     read_only: bool = False,
+    spark_settings: SparkSettings | None = None,
 ) -> Lake:
     """Open a DuckLake from a path, URL or `ducklake:` ATTACH string and check that it is a v1.0 catalog."""
     target = catalog if isinstance(catalog, CatalogTarget) else parse_catalog(catalog)
     lake = Lake(target.with_schema(metadata_schema), data_path=data_path, storage_options=storage_options,
-                read_only=read_only)
+                read_only=read_only, spark_settings=spark_settings)
     try:
         with lake.reader() as r:
             r.metadata()

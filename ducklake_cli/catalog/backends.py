@@ -71,6 +71,10 @@ class Backend:
 
         return set(inspect(conn).get_table_names(schema=self.metadata_schema))
 
+    def inlined_value_sql(self, quoted_column: str, ducklake_type: str) -> str:
+        """How to select an inlined-data column so its value can be decoded (default: as stored)."""
+        return quoted_column
+
     def create_schema_sql(self) -> str | None:
         """Statement creating the metadata schema, when one is configured."""
         if not self.metadata_schema:
@@ -174,6 +178,10 @@ class DuckDBBackend(Backend):
 
         return {"poolclass": NullPool, "connect_args": {"read_only": read_only}}
 
+    def inlined_value_sql(self, quoted_column: str, ducklake_type: str) -> str:
+        """Native values as DuckDB text, which DuckDB casts back exactly (nested types included)."""
+        return f"CAST({quoted_column} AS VARCHAR)"
+
     def list_tables(self, conn: Connection) -> set[str]:
         """Table names of the main schema of the file."""
         schema = self.metadata_schema or "main"
@@ -210,6 +218,12 @@ class PostgresBackend(Backend):
     def engine_kwargs(self, *, read_only: bool) -> dict[str, Any]:
         """Bounded connect time so an unreachable server fails fast."""
         return {"connect_args": {"connect_timeout": 5}, "pool_pre_ping": False}
+
+    def inlined_value_sql(self, quoted_column: str, ducklake_type: str) -> str:
+        """bytea (varchar, json, blob) as raw bytes; everything else as PostgreSQL text."""
+        if ducklake_type in ("varchar", "json", "blob"):
+            return quoted_column
+        return f"CAST({quoted_column} AS TEXT)"
 
     def list_tables(self, conn: Connection) -> set[str]:
         """Tables of the metadata schema (default: the first schema on the search path)."""

@@ -102,6 +102,17 @@ class InlinedTable:
 
 
 @dataclass(frozen=True)
+class NameMapping:
+    """A row of `ducklake_name_mapping`: file field `source_name` feeds table column `target_field_id`."""
+
+    column_id: int
+    source_name: str
+    target_field_id: int
+    parent_column: int | None
+    is_partition: bool
+
+
+@dataclass(frozen=True)
 class TableInfo:
     """A table visible at the snapshot with its columns and specs."""
 

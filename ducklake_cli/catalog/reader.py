@@ -19,6 +19,7 @@ from ducklake_cli.catalog.models import (
     DeleteFile,
     InlinedTable,
     LakeMetadata,
+    NameMapping,
     OptionValue,
     PartitionField,
     PartitionSpec,
@@ -504,3 +505,78 @@ class MetadataReader:
                     visible(d, snapshot_id), d.c.table_id == tid, d.c.data_file_id.in_(list(per_file))))}
                 out[tid].deleted += sum(n for fid, n in per_file.items() if fid in live)
         return out
+
+    # ----- what a table scan needs ------------------------------------------------------------------------
+    def partition_specs(self, table_id: int) -> dict[int, tuple[PartitionField, ...]]:
+        """Every partition spec the table ever had (old files keep the spec they were written with)."""
+        pc = s.partition_column_t
+        out: dict[int, list[PartitionField]] = defaultdict(list)
+        for r in self.conn.execute(
+            select(pc).where(pc.c.table_id == table_id).order_by(pc.c.partition_id, pc.c.partition_key_index)
+        ):
+            out[r.partition_id].append(PartitionField(r.partition_key_index, r.column_id, r.transform))
+        return {pid: tuple(fields) for pid, fields in out.items()}
+
+    def file_partition_values(self, table_id: int, data_file_ids: Sequence[int]) -> dict[int, dict[int, str | None]]:
+        """Partition key values (text, NULL for NULL) per data file."""
+        t = s.file_partition_value_t
+        out: dict[int, dict[int, str | None]] = defaultdict(dict)
+        ids = list(data_file_ids)
+        for i in range(0, len(ids), 5000):
+            for r in self.conn.execute(
+                select(t).where(t.c.table_id == table_id, t.c.data_file_id.in_(ids[i:i + 5000]))
+            ):
+                out[r.data_file_id][r.partition_key_index] = r.partition_value
+        return out
+
+    def name_mappings(self, mapping_ids: Iterable[int]) -> dict[int, list[NameMapping]]:
+        """`ducklake_name_mapping` rows per mapping id (column ids are mapping-local)."""
+        t = s.name_mapping_t
+        out: dict[int, list[NameMapping]] = defaultdict(list)
+        ids = list(mapping_ids)
+        if not ids:
+            return out
+        for r in self.conn.execute(select(t).where(t.c.mapping_id.in_(ids)).order_by(t.c.mapping_id, t.c.column_id)):
+            out[r.mapping_id].append(NameMapping(r.column_id, r.source_name, r.target_field_id, r.parent_column,
+                                                 bool(_bool(r.is_partition))))
+        return out
+
+    def inlined_delete_positions(self, snapshot_id: int, table_id: int) -> dict[int, list[int]]:
+        """Inlined file deletions at S: row positions per data file id."""
+        name = s.inlined_delete_table_name(table_id)
+        if name not in self.table_names():
+            return {}
+        out: dict[int, list[int]] = defaultdict(list)
+        rows = self.conn.exec_driver_sql(
+            f"SELECT file_id, row_id FROM {self.backend.qualify(name)} WHERE begin_snapshot <= {int(snapshot_id)}"
+        )
+        for file_id, pos in rows:
+            out[int(file_id)].append(int(pos))
+        return out
+
+    def schema_version_snapshot(self, table_id: int, schema_version: int, fallback: int) -> int:
+        """A snapshot at which the table had this schema version (to read an inlined table's column names)."""
+        sv = s.schema_versions_t
+        found = self.conn.execute(
+            select(func.max(sv.c.begin_snapshot))
+            .where(sv.c.table_id == table_id, sv.c.schema_version == schema_version)
+        ).scalar()
+        if found is not None:
+            return int(found)
+        sn = s.snapshot_t
+        found = self.conn.execute(
+            select(func.min(sn.c.snapshot_id)).where(sn.c.schema_version == schema_version)
+        ).scalar()
+        return int(found) if found is not None else fallback
+
+    def inlined_rows(
+        self, snapshot_id: int, inlined: InlinedTable, columns: Sequence[ColumnInfo]
+    ) -> list[tuple[Any, ...]]:
+        """Rows of one inlined-data table live at S: `(row_id, value per column)`, values in the backend's raw
+        storage form (text, number, bytes); `decode_inlined` turns them into typed values."""
+        q = self.backend.qualify
+        exprs = ", ".join(self.backend.inlined_value_sql(self.backend.quote(c.name), c.type) for c in columns)
+        sid = int(snapshot_id)
+        sql = (f"SELECT row_id{', ' + exprs if exprs else ''} FROM {q(inlined.table_name)} "
+               f"WHERE begin_snapshot <= {sid} AND (end_snapshot IS NULL OR end_snapshot > {sid}) ORDER BY row_id")
+        return [tuple(r) for r in self.conn.exec_driver_sql(sql)]

@@ -1,0 +1,106 @@
+"""Decode inlined-data rows (spec §4) into typed Arrow columns, with DuckDB's own casts as the parser.
+
+Each backend stores inlined values differently (SQLite text, PostgreSQL text/bytea, DuckDB native); all of them
+are brought to DuckDB's text rendering, which an in-process DuckDB casts back exactly, nested types included.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from ducklake_cli.catalog.models import ColumnInfo
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
+
+_DUCKDB: dict[str, str] = {
+    "boolean": "BOOLEAN", "int8": "TINYINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT",
+    "uint8": "UTINYINT", "uint16": "USMALLINT", "uint32": "UINTEGER", "uint64": "UBIGINT", "int128": "HUGEINT",
+    "uint128": "UHUGEINT", "float32": "FLOAT", "float64": "DOUBLE", "date": "DATE", "time": "TIME",
+    "time_ns": "TIME_NS", "timetz": "TIMETZ", "timestamp": "TIMESTAMP", "timestamp_us": "TIMESTAMP",
+    "timestamptz": "TIMESTAMPTZ", "timestamp_s": "TIMESTAMP_S", "timestamp_ms": "TIMESTAMP_MS",
+    "timestamp_ns": "TIMESTAMP_NS", "interval": "INTERVAL", "varchar": "VARCHAR", "json": "VARCHAR", "blob": "BLOB",
+    "uuid": "UUID", "geometry": "BLOB", "variant": "VARCHAR", "unknown": "VARCHAR",
+}
+# What the stored type becomes for Spark (engine/types.py `spark_type` is the other half of this contract).
+_SPARK_COMPATIBLE: dict[str, str] = {
+    "uint8": "SMALLINT", "uint16": "INTEGER", "uint32": "BIGINT", "uint64": "DECIMAL(20,0)",
+    "int128": "DECIMAL(38,0)", "uint128": "DECIMAL(38,0)", "time": "VARCHAR", "time_ns": "VARCHAR",
+    "timetz": "VARCHAR", "timestamp_s": "TIMESTAMP", "timestamp_ms": "TIMESTAMP", "timestamp_ns": "TIMESTAMP",
+    "interval": "VARCHAR", "uuid": "VARCHAR",
+}
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def stored_type(col: ColumnInfo) -> str:
+    """The column's DuckDB type."""
+    if col.type == "struct":
+        return "STRUCT(" + ", ".join(f"{_ident(c.name)} {stored_type(c)}" for c in col.children) + ")"
+    if col.type == "list":
+        return f"{stored_type(col.children[0])}[]"
+    if col.type == "map":
+        return f"MAP({stored_type(col.children[0])}, {stored_type(col.children[1])})"
+    m = _DECIMAL.fullmatch(col.type)
+    return f"DECIMAL({m.group(1)},{m.group(2)})" if m else _DUCKDB.get(col.type, "VARCHAR")
+
+
+def spark_compatible_type(col: ColumnInfo) -> str:
+    """The DuckDB type whose Arrow form Spark accepts as `spark_type(col)`."""
+    if col.type == "struct":
+        return "STRUCT(" + ", ".join(f"{_ident(c.name)} {spark_compatible_type(c)}" for c in col.children) + ")"
+    if col.type == "list":
+        return f"{spark_compatible_type(col.children[0])}[]"
+    if col.type == "map":
+        return f"MAP({spark_compatible_type(col.children[0])}, {spark_compatible_type(col.children[1])})"
+    return _SPARK_COMPATIBLE.get(col.type) or stored_type(col)
+
+
+def to_duckdb_text(value: Any, ducklake_type: str) -> str | None:
+    """A stored inlined value as text DuckDB casts to the column type."""
+    if value is None:
+        return None
+    if isinstance(value, memoryview | bytes | bytearray):
+        raw = bytes(value)
+        if ducklake_type in ("blob", "geometry"):
+            return "".join(f"\\x{b:02X}" for b in raw)
+        return raw.decode("utf-8")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, int | Decimal):
+        return str(value)
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
+    return str(value)
+
+
+def decode_inlined(rows: Sequence[tuple[Any, ...]], columns: Sequence[ColumnInfo]) -> pa.Table:
+    """`(row_id, values…)` rows → an Arrow table `row_id, c<column_id>…` in Spark-compatible types."""
+    import duckdb
+    import pyarrow as pa
+
+    texts: dict[str, list[Any]] = {"row_id": [int(r[0]) for r in rows]}
+    for i, col in enumerate(columns, start=1):
+        texts[f"v{i}"] = [to_duckdb_text(r[i], col.type) for r in rows]
+    source = pa.table({k: pa.array(v, type=pa.int64() if k == "row_id" else pa.string()) for k, v in texts.items()})
+    selects = ["row_id"] + [
+        f"CAST(CAST(v{i} AS {stored_type(c)}) AS {spark_compatible_type(c)}) AS c{c.column_id}"
+        for i, c in enumerate(columns, start=1)
+    ]
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        con.register("source", source)
+        return con.execute(f"SELECT {', '.join(selects)} FROM source").fetch_arrow_table()
+    finally:
+        con.close()

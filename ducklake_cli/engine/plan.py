@@ -1,0 +1,178 @@
+"""What to read for one table at one snapshot, decided from metadata alone (no Spark): the scan plan."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ducklake_cli.catalog.models import ColumnInfo, NameMapping, SchemaInfo, TableInfo
+from ducklake_cli.catalog.reader import MetadataReader
+from ducklake_cli.engine.predicates import Predicate
+from ducklake_cli.storage.paths import file_path, table_dir
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+@dataclass(frozen=True)
+class DeleteSource:
+    """A delete file of a data file."""
+
+    delete_file_id: int
+    path: str
+    format: str
+    partial: bool
+
+
+@dataclass(frozen=True)
+class FileSource:
+    """A data file live at the snapshot, with everything needed to read it like DuckDB."""
+
+    data_file_id: int
+    path: str
+    record_count: int
+    file_size_bytes: int
+    row_id_start: int | None
+    begin_snapshot: int
+    needs_snapshot_filter: bool
+    mapping_id: int | None
+    delete: DeleteSource | None
+    inlined_deletes: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class InlinedSource:
+    """Live rows of one inlined-data table, decoded: Arrow columns `row_id`, `c<column_id>`…"""
+
+    table_name: str
+    column_ids: tuple[int, ...]
+    rows: pa.Table
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """Everything the engine reads for a table at a snapshot."""
+
+    table: TableInfo
+    snapshot_id: int
+    files: tuple[FileSource, ...]
+    pruned_file_ids: tuple[int, ...]
+    inlined: tuple[InlinedSource, ...]
+    name_mappings: Mapping[int, tuple[NameMapping, ...]] = field(default_factory=dict)
+    # Columns with an initial default: data file id → the column ids that file physically lacks.
+    missing_columns: Mapping[int, frozenset[int]] = field(default_factory=dict)
+    storage_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def columns(self) -> tuple[ColumnInfo, ...]:
+        """The table's top-level columns at the snapshot."""
+        return self.table.columns
+
+
+def plan_scan(
+    reader: MetadataReader,
+    *,
+    table: TableInfo,
+    snapshot_id: int,
+    data_path: str,
+    schemas: Sequence[SchemaInfo],
+    predicates: Sequence[Predicate] = (),
+    storage_options: Mapping[str, Any] | None = None,
+) -> ScanPlan:
+    """Build the scan plan: live files (pruned by predicates), their deletes, and decoded inlined rows."""
+    schema = next(sc for sc in schemas if sc.schema_id == table.schema_id)
+    tdir = table_dir(data_path, schema, table)
+    files = reader.data_files(snapshot_id, [table.table_id])
+    kept_ids, pruned_ids = _prune(reader, table, files, predicates)
+    kept = set(kept_ids)
+    deletes = {d.data_file_id: d for d in reader.delete_files(snapshot_id, [table.table_id])}
+    inlined_deletes = reader.inlined_delete_positions(snapshot_id, table.table_id)
+    sources = []
+    for f in files:
+        if f.data_file_id not in kept:
+            continue
+        d = deletes.get(f.data_file_id)
+        sources.append(FileSource(
+            data_file_id=f.data_file_id, path=file_path(tdir, f), record_count=f.record_count,
+            file_size_bytes=f.file_size_bytes, row_id_start=f.row_id_start, begin_snapshot=f.begin_snapshot,
+            needs_snapshot_filter=f.partial_max is not None and f.partial_max > snapshot_id,
+            mapping_id=f.mapping_id,
+            delete=DeleteSource(d.delete_file_id, file_path(tdir, d), d.format or "parquet",
+                                d.partial_max is not None) if d else None,
+            inlined_deletes=tuple(sorted(inlined_deletes.get(f.data_file_id, ()))),
+        ))
+    mapping_ids = {s.mapping_id for s in sources if s.mapping_id is not None}
+    mappings = {k: tuple(v) for k, v in reader.name_mappings(mapping_ids).items()}
+    return ScanPlan(
+        table=table, snapshot_id=snapshot_id, files=tuple(sources), pruned_file_ids=tuple(pruned_ids),
+        inlined=tuple(_inlined_sources(reader, table, snapshot_id)), name_mappings=mappings,
+        missing_columns=_missing_columns(table, sources, storage_options or {}),
+        storage_options=dict(storage_options or {}),
+    )
+
+
+def _prune(
+    reader: MetadataReader, table: TableInfo, files: Sequence[Any], predicates: Sequence[Predicate]
+) -> tuple[list[int], list[int]]:
+    ids = [f.data_file_id for f in files]
+    if not predicates or not files:
+        return ids, []
+    from ducklake_cli.engine.prune import Candidate, FileStats, prune
+
+    stats = reader.file_column_stats(table.table_id, ids)
+    values = reader.file_partition_values(table.table_id, ids)
+    specs = reader.partition_specs(table.table_id)
+    candidates = [
+        Candidate(
+            data_file_id=f.data_file_id,
+            stats={s.column_id: FileStats(s.column_id, s.min_value, s.max_value, s.null_count, s.value_count,
+                                          s.contains_nan) for s in stats.get(f.data_file_id, [])},
+            partition_values=values.get(f.data_file_id, {}),
+            partition_fields=specs.get(f.partition_id, ()) if f.partition_id is not None else (),
+        )
+        for f in files
+    ]
+    columns = {c.name.lower(): c for c in table.columns}
+    kept, pruned = prune(candidates, predicates, columns)
+    return list(kept), list(pruned)
+
+
+def _inlined_sources(reader: MetadataReader, table: TableInfo, snapshot_id: int) -> list[InlinedSource]:
+    from ducklake_cli.catalog.inlined import decode_inlined
+
+    out = []
+    current = {c.column_id for c in table.columns}
+    for inlined in table.inlined_tables:
+        # The inlined table's columns are named as the table's columns were at its schema version.
+        at = reader.schema_version_snapshot(table.table_id, inlined.schema_version, table.begin_snapshot)
+        versions = reader.tables(at, table_ids=[table.table_id])
+        columns = versions[0].columns if versions else table.columns
+        rows = reader.inlined_rows(snapshot_id, inlined, columns)
+        if not rows:
+            continue
+        decoded = decode_inlined(rows, columns)
+        keep = [c for c in columns if c.column_id in current]
+        out.append(InlinedSource(inlined.table_name, tuple(c.column_id for c in keep),
+                                 decoded.select(["row_id", *[f"c{c.column_id}" for c in keep]])))
+    return out
+
+
+def _missing_columns(
+    table: TableInfo, files: Sequence[FileSource], storage_options: Mapping[str, Any]
+) -> dict[int, frozenset[int]]:
+    """For columns added later with a default, which files lack them (read from footers, only when needed)."""
+    defaulted = [c for c in table.columns if c.initial_default is not None]
+    if not defaulted:
+        return {}
+    from ducklake_cli.storage.parquet import top_level_field_ids
+
+    out: dict[int, frozenset[int]] = {}
+    for f in files:
+        if f.mapping_id is not None or all(f.begin_snapshot >= c.begin_snapshot for c in defaulted):
+            continue  # name-mapped files: the mapping says what they hold; newer files have every column
+        present = top_level_field_ids(f.path, storage_options)
+        missing = frozenset(c.column_id for c in defaulted if c.column_id not in present)
+        if missing:
+            out[f.data_file_id] = missing
+    return out

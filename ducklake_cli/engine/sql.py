@@ -1,0 +1,441 @@
+"""The SQL of `ducklake query`: find DuckLake table references, rewrite them to Spark temp views, lift filters."""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import logging
+import re
+import struct
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ErrorLevel, ParseError, SqlglotError
+
+from ducklake_cli.engine.predicates import Op, Predicate
+from ducklake_cli.errors import UsageError
+
+_WRITES = (exp.DML, exp.DDL, exp.Alter, exp.Drop, exp.TruncateTable, exp.Comment, exp.LoadData, exp.Grant)
+_COMPARISONS: dict[type[exp.Expr], Op] = {exp.EQ: "=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+_FLIPPED: dict[Op, Op] = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_T = exp.DataType.Type
+_INTEGERS = (_T.TINYINT, _T.SMALLINT, _T.INT, _T.BIGINT)
+_TIMESTAMPS = (_T.TIMESTAMP, _T.TIMESTAMPTZ, _T.TIMESTAMPLTZ, _T.TIMESTAMPNTZ)
+# DuckDB types sqlglot passes through (or maps lossily) that Spark cannot represent faithfully.
+_NO_SPARK_TYPE = (_T.INT128, _T.UINT128, _T.UBIGINT, _T.UINT, _T.USMALLINT, _T.BIT, _T.TIME, _T.TIMETZ,
+                  _T.TIMESTAMP_S, _T.TIMESTAMP_MS, _T.TIMESTAMP_NS, _T.ENUM, _T.UNION, _T.BIGNUM, _T.INTERVAL,
+                  _T.USERDEFINED)
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?(Z|[+-]\d{2}:\d{2})?")
+_TOKEN = re.compile(r"<Token token_type: TokenType\.(\w+), text: (.*?), line: \d+, col: \d+.*?>")
+_PLACEHOLDER = "{DUCKLAKE_CATALOG}"
+_LAKE = "__ducklake_catalog__"
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """One table a statement reads, as written, with its per-table time travel (if any)."""
+
+    catalog: str | None
+    schema: str | None
+    name: str
+    version: int | None = None
+    timestamp: str | None = None
+
+    @property
+    def qualified(self) -> str:
+        """`schema.name`, unqualified names resolving in schema `main`; the catalog part is ignored."""
+        return f"{self.schema or 'main'}.{self.name}"
+
+    @property
+    def key(self) -> tuple[str, str, int | None, str | None]:
+        """Identity of the scan behind one temp view: case-folded name plus time travel, catalog ignored."""
+        return ((self.schema or "main").lower(), self.name.lower(), self.version, self.timestamp)
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    """One parsed read-only Spark SQL statement."""
+
+    sql: str
+    tree: exp.Expr
+
+    def table_refs(self) -> list[TableRef]:
+        """Distinct lake tables read (by `key`), in order of appearance; CTEs, functions and subqueries excluded."""
+        seen: dict[object, TableRef] = {}
+        for node in _table_nodes(self.tree):
+            ref = _ref(node)
+            seen.setdefault(ref.key, ref)
+        return list(seen.values())
+
+    def rewrite(self, views: Mapping[TableRef, str]) -> str:
+        """Spark SQL reading each table from its temp view, keeping (or adding) the table's alias."""
+        by_key = {ref.key: name for ref, name in views.items()}
+        tree = self.tree.copy()
+        bare: set[tuple[str, ...]] = set()
+        for node in list(_table_nodes(tree)):
+            ref = _ref(node)
+            if ref.key not in by_key:
+                raise ValueError(f"no temp view given for table {ref.qualified}")
+            if node.args.get("alias") is None and not isinstance(node.parent, exp.Describe):
+                node.set("alias", exp.TableAlias(this=node.this.copy()))
+                bare.add(_parts(node))
+            for arg in ("db", "catalog", "version"):
+                node.set(arg, None)
+            node.set("this", exp.to_identifier(by_key[ref.key]))
+        # `main.t.x` must become `t.x` now that `main.t` reads as a view aliased `t`.
+        for col in tree.find_all(exp.Column):
+            if col.args.get("db") is not None and any(p[-len(_col_parts(col)):] == _col_parts(col) for p in bare):
+                col.set("db", None)
+                col.set("catalog", None)
+        return tree.sql(dialect="spark")
+
+    def predicates_for(self, ref: TableRef) -> list[Predicate]:
+        """Filters that hold for every row any reading of `ref` keeps; the caller ignores unknown columns."""
+        common: list[Predicate] | None = None
+        for node in _table_nodes(self.tree):
+            if _ref(node).key != ref.key:
+                continue
+            found = _predicates(node)
+            common = found if common is None else [p for p in common if p in found]
+        return common or []
+
+    def plain_count(self) -> TableRef | None:
+        """The table of a bare `SELECT count(*) FROM t [LIMIT n]`, answerable from metadata; else None."""
+        s = self.tree
+        if not isinstance(s, exp.Select) or len(s.expressions) != 1:
+            return None
+        if any(v for k, v in s.args.items() if k not in ("expressions", "from_", "limit")):
+            return None
+        limit = s.args.get("limit")
+        if limit is not None and ({k for k, v in limit.args.items() if v} != {"expression"}
+                                  or not isinstance(n := _value(limit.expression), int) or n < 1):
+            return None
+        count = s.expressions[0].unalias()
+        if not isinstance(count, exp.Count) or count.expressions:
+            return None
+        arg = count.this
+        if not (isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and not arg.is_string and arg.this == "1")):
+            return None
+        table = s.args["from_"].this
+        if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
+            return None
+        if any(table.args.get(k) for k in ("joins", "laterals", "pivots", "sample", "hints")):
+            return None
+        return _ref(table)
+
+    def plain_count_alias(self) -> str:
+        """Column name Spark gives a plain count: its alias, else `count(1)` (also for `count(*)`, Spark 4)."""
+        if isinstance(self.tree, exp.Select) and self.tree.expressions:
+            alias = self.tree.expressions[0].alias
+            if alias:
+                return alias
+        return "count(1)"
+
+    def uses_rowid(self) -> bool:
+        """Whether the statement names DuckLake's virtual `rowid` column anywhere."""
+        return any(col.name.lower() == "rowid" for col in self.tree.find_all(exp.Column))
+
+
+def parse_query(sql: str) -> ParsedQuery:
+    """Parse one read-only Spark SQL statement; writes, several statements or bad syntax raise `UsageError`."""
+    try:
+        with _quiet_sqlglot():
+            statements = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
+    except SqlglotError as exc:
+        raise UsageError(_syntax_message(exc)) from None
+    if len(statements) != 1:
+        raise UsageError(f"expected one SQL statement, got {len(statements)}")
+    tree = statements[0]
+    if isinstance(tree, exp.Command):
+        raise UsageError(f"{tree.name.upper()} is not supported; write a SELECT, WITH, VALUES or DESCRIBE query")
+    if isinstance(tree, _WRITES):
+        verb = tree.key.upper().replace("TRUNCATETABLE", "TRUNCATE")
+        raise UsageError(f"query only reads; use `ducklake write` to change tables (got {verb})")
+    if isinstance(tree, exp.Describe) and (tree.args.get("kind") or not isinstance(tree.this, exp.Table)):
+        raise UsageError("only DESCRIBE of a table is supported")
+    if not isinstance(tree, (exp.Query, exp.Values, exp.Describe)):
+        raise UsageError(f"{tree.key.upper()} is not supported; write a SELECT, WITH, VALUES or DESCRIBE query")
+    for node in _table_nodes(tree):
+        _ref(node)  # time-travel clauses are checked once, here
+    return ParsedQuery(sql=sql, tree=tree)
+
+
+def transpile_view(sql: str, *, catalog_name: str = "lake", schema: str = "main", view: str | None = None) -> str:
+    """A DuckLake view's DuckDB SQL as Spark SQL; unqualified tables resolve in the view's `schema`, as in DuckDB."""
+    what = f"view {view}" if view else "view"
+    try:
+        with _quiet_sqlglot():
+            statements = [s for s in sqlglot.parse(sql.replace(_PLACEHOLDER, _LAKE), read="duckdb") if s]
+    except SqlglotError as exc:
+        raise UsageError(f"{what} cannot be translated to Spark SQL: {_syntax_message(exc)}") from None
+    if len(statements) != 1 or not isinstance(statements[0], exp.Query):
+        raise UsageError(f"{what} cannot be translated to Spark SQL: not a single SELECT")
+    tree = statements[0]
+    for node in list(_table_nodes(tree)):
+        if node.catalog and node.catalog != _LAKE:
+            raise UsageError(f"{what} cannot be translated to Spark SQL: it reads catalog {node.catalog}")
+        if node.db == _LAKE and not node.catalog:  # DuckDB's `catalog.table` means the catalog's `main`
+            node.set("db", exp.to_identifier("main"))
+            node.set("catalog", exp.to_identifier(catalog_name))
+        elif node.catalog:
+            node.set("catalog", exp.to_identifier(catalog_name))
+        elif not node.db:
+            node.set("db", exp.to_identifier(schema))
+    for col in tree.find_all(exp.Column):  # `{DUCKLAKE_CATALOG}.t.x` -> `t.x`
+        if _LAKE in (col.text("db"), col.text("catalog")):
+            col.set("db", None)
+            col.set("catalog", None)
+    for part in tree.walk():
+        bad = None
+        if isinstance(part, exp.DataType) and part.this in _NO_SPARK_TYPE:
+            bad = f"type {part.sql('duckdb')} has no Spark equivalent"
+        elif isinstance(part, exp.Join) and {part.kind.upper(), part.method.upper()} & {"ASOF", "POSITIONAL"}:
+            bad = f"{part.sql('duckdb').split(' JOIN')[0].strip()} JOIN has no Spark equivalent"
+        if bad:
+            raise UsageError(f"{what} cannot be translated to Spark SQL: {bad}")
+    try:
+        return tree.sql(dialect="spark", unsupported_level=ErrorLevel.RAISE)
+    except SqlglotError as exc:
+        raise UsageError(f"{what} cannot be translated to Spark SQL: {_one_line(str(exc))}") from None
+
+
+def suggest(name: str, known: Iterable[str]) -> list[str]:
+    """Up to three known names close to `name` (case-insensitive), for 'unknown table' hints."""
+    by_lower: dict[str, str] = {}
+    for k in known:
+        by_lower.setdefault(k.lower(), k)
+    return [by_lower[m] for m in difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.6)]
+
+
+# -- table references ---------------------------------------------------------------------------------------
+
+
+def _table_nodes(root: exp.Expr) -> Iterator[exp.Table]:
+    """Every `exp.Table` naming a real table, in source order; CTE names are scoped as Spark scopes them."""
+    stack: list[tuple[exp.Expr, frozenset[str]]] = [(root, frozenset())]
+    while stack:
+        node, ctes = stack.pop()
+        with_ = node.args.get("with_")
+        pending: list[tuple[exp.Expr, frozenset[str]]] = []
+        if isinstance(with_, exp.With):
+            names = set(ctes)
+            for cte in with_.expressions:  # each CTE sees the ones before it (and itself only if RECURSIVE)
+                name = cte.alias.lower()
+                pending.append((cte.this, frozenset(names | {name}) if with_.recursive else frozenset(names)))
+                names.add(name)
+            ctes = frozenset(names)
+        real = node.args.get("db") is not None or node.name.lower() not in ctes
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) and real:
+            yield node
+        pending += [(c, ctes) for c in node.iter_expressions() if c is not with_ and not isinstance(c, exp.Hint)]
+        stack.extend(reversed(pending))
+
+
+def _ref(node: exp.Table) -> TableRef:
+    version: int | None = None
+    timestamp: str | None = None
+    clause = node.args.get("version")
+    if isinstance(clause, exp.Version):
+        if str(clause.args.get("kind", "")).upper() != "AS OF":
+            raise UsageError(f"only VERSION AS OF / TIMESTAMP AS OF are supported (table {node.name})")
+        given = clause.expression.unnest()
+        if clause.name.upper() == "VERSION":
+            text = given.this if isinstance(given, exp.Literal) else ""
+            if not (isinstance(text, str) and text.strip().isdigit()):
+                raise UsageError(f"VERSION AS OF needs a snapshot id, got {given.sql('spark')}")
+            version = int(text)
+        else:
+            if isinstance(given, exp.Cast) and given.to.this in _TIMESTAMPS:  # TIMESTAMP '...'
+                given = given.this.unnest()
+            if not (isinstance(given, exp.Literal) and given.is_string):
+                raise UsageError(f"TIMESTAMP AS OF needs a literal like '2026-01-01 00:00:00', "
+                                 f"got {clause.expression.sql('spark')}")
+            timestamp = str(given.this)
+    return TableRef(catalog=node.catalog or None, schema=node.db or None, name=node.name,
+                    version=version, timestamp=timestamp)
+
+
+def _parts(node: exp.Table) -> tuple[str, ...]:
+    return tuple(p.lower() for p in (node.catalog, node.db, node.name) if p)
+
+
+def _col_parts(col: exp.Column) -> tuple[str, ...]:
+    return tuple(p.lower() for p in (col.text("catalog"), col.text("db"), col.table) if p)
+
+
+# -- predicates ---------------------------------------------------------------------------------------------
+
+
+def _predicates(node: exp.Table) -> list[Predicate]:
+    """WHERE conjuncts of the SELECT whose FROM directly holds `node` that constrain one of its columns."""
+    holder = node.parent
+    select = holder.parent if isinstance(holder, (exp.From, exp.Join)) else None
+    if not isinstance(select, exp.Select) or any(node.args.get(k) for k in ("sample", "pivots", "joins")):
+        return []
+    where = select.args.get("where")
+    if where is None:
+        return []
+    joins: list[exp.Join] = select.args.get("joins") or []
+    sides = [(j.side or "").upper() for j in joins]
+    if isinstance(holder, exp.Join):
+        i = next(n for n, j in enumerate(joins) if j is holder)
+        if (holder.kind or "").upper() in ("SEMI", "ANTI"):
+            return []
+        nullable = sides[i] in ("LEFT", "FULL") or any(s in ("RIGHT", "FULL") for s in sides[i + 1:])
+    else:
+        nullable = any(s in ("RIGHT", "FULL") for s in sides)
+    single = not joins and not select.args.get("laterals")
+    alias = node.alias
+    parts = _parts(node)
+    names: set[tuple[str, ...]] = {(alias.lower(),)} if alias else {parts[i:] for i in range(len(parts))}
+    out: list[Predicate] = []
+    for conjunct in _conjuncts(where.this):
+        pred = _predicate(conjunct, names, single)
+        if pred is not None and not (nullable and pred.op == "is_null"):  # IS NULL is true on NULL-extended rows
+            out.append(pred)
+    return out
+
+
+def _conjuncts(node: exp.Expr) -> Iterator[exp.Expr]:
+    node = node.unnest()
+    if isinstance(node, exp.And):
+        yield from _conjuncts(node.this)
+        yield from _conjuncts(node.expression)
+    else:
+        yield node
+
+
+def _predicate(node: exp.Expr, names: set[tuple[str, ...]], single: bool) -> Predicate | None:
+    def column(e: exp.Expr) -> str | None:
+        e = e.unnest()
+        if not isinstance(e, exp.Column) or not isinstance(e.this, exp.Identifier):
+            return None
+        parts = _col_parts(e)
+        return e.name.lower() if (parts in names if parts else single) else None
+
+    if type(node) in _COMPARISONS:
+        op = _COMPARISONS[type(node)]
+        left, right = node.this, node.expression
+        if (name := column(left)) is not None and (value := _value(right)) is not None:
+            return Predicate(name, op, (value,))
+        if (name := column(right)) is not None and (value := _value(left)) is not None:
+            return Predicate(name, _FLIPPED[op], (value,))
+        return None
+    if isinstance(node, exp.Between) and not node.args.get("symmetric") and (name := column(node.this)):
+        low, high = _value(node.args["low"]), _value(node.args["high"])
+        return Predicate(name, "between", (low, high)) if low is not None and high is not None else None
+    if isinstance(node, exp.In) and {k for k, v in node.args.items() if v} == {"this", "expressions"}:
+        values = [_value(v) for v in node.expressions]
+        name = column(node.this)
+        return Predicate(name, "in", tuple(values)) if name and None not in values else None
+    if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null) and (name := column(node.this)):
+        return Predicate(name, "is_null")
+    if isinstance(node, exp.Not):
+        inner = node.this.unnest()
+        if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null) and (name := column(inner.this)):
+            return Predicate(name, "is_not_null")
+    return None
+
+
+def _value(node: exp.Expr) -> object | None:
+    """The Python value of a literal expression, or None when it is not one (or is NULL)."""
+    node = node.unnest()
+    if isinstance(node, exp.Neg):
+        inner = _value(node.this)
+        return -inner if isinstance(inner, (int, float, Decimal)) and not isinstance(inner, bool) else None
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return str(node.this)
+        text = str(node.this)
+        try:
+            return int(text) if text.isdigit() else float(text) if "e" in text.lower() else Decimal(text)
+        except (ValueError, InvalidOperation):
+            return None
+    if isinstance(node, exp.Cast):  # Spark's CAST parses as TryCast, a Cast subclass
+        inner = _value(node.this)
+        return None if inner is None else _cast(inner, node.to)
+    return None
+
+
+def _cast(value: object, to: exp.DataType) -> object | None:
+    """`value` cast to `to` as Spark would, when that is certain; None otherwise."""
+    kind = to.this
+    if kind in (_T.TEXT, _T.VARCHAR, _T.CHAR):
+        return value if isinstance(value, str) else str(value) if type(value) is int else None
+    if kind == _T.BOOLEAN:
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        return value if isinstance(value, bool) else None
+    if kind == _T.DATE:
+        ok = isinstance(value, str) and _DATE.fullmatch(value.strip())
+        return dt.date.fromisoformat(value.strip()) if ok and isinstance(value, str) else None
+    if kind in _TIMESTAMPS:
+        if not (isinstance(value, str) and _TIMESTAMP.fullmatch(value.strip())):
+            return None
+        ts = dt.datetime.fromisoformat(value.strip())
+        return None if ts.tzinfo is not None and kind == _T.TIMESTAMPNTZ else ts
+    num = _number(value)
+    if num is None:
+        return None
+    if kind in _INTEGERS:
+        return int(num) if num == num.to_integral_value() else None
+    if kind == _T.DECIMAL:  # Spark rounds half up to the target scale; DECIMAL alone is DECIMAL(10, 0)
+        params = [int(p.this.this) for p in to.expressions if isinstance(p.this, exp.Literal)]
+        return num.quantize(Decimal(1).scaleb(-(params[1] if len(params) > 1 else 0)), rounding=ROUND_HALF_UP)
+    if kind == _T.DOUBLE:
+        return float(num)
+    if kind == _T.FLOAT:  # the float32 Spark compares with, not the float64 Python would keep
+        return struct.unpack("f", struct.pack("f", float(num)))[0]
+    return None
+
+
+def _number(value: object) -> Decimal | None:
+    if isinstance(value, (int, Decimal)) and not isinstance(value, bool):
+        num = Decimal(value)
+    elif isinstance(value, (str, float)):
+        try:
+            num = Decimal(value.strip() if isinstance(value, str) else repr(value))
+        except InvalidOperation:
+            return None
+    else:
+        return None
+    return num if num.is_finite() else None
+
+
+# -- errors ---------------------------------------------------------------------------------------------------
+
+
+def _syntax_message(exc: SqlglotError) -> str:
+    errors = exc.errors if isinstance(exc, ParseError) else []
+    if not errors:
+        return f"SQL syntax error: {_one_line(str(exc))}"
+    first = errors[0]
+    what = _TOKEN.sub(lambda m: "end of input" if m[1] == "SENTINEL" else repr(m[2]), first["description"])
+    return f"SQL syntax error at line {first['line']}, column {first['col']}: {_one_line(what)}"
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\x1b\[\d+m", "", text).splitlines()[0] if text.strip() else text
+
+
+class _Hush(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
+@contextmanager
+def _quiet_sqlglot() -> Iterator[None]:
+    """sqlglot logs a warning when it falls back to `Command`; we raise a clean error instead."""
+    hush, log = _Hush(), logging.getLogger("sqlglot")
+    log.addFilter(hush)
+    try:
+        yield
+    finally:
+        log.removeFilter(hush)

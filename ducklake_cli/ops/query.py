@@ -1,0 +1,241 @@
+"""`query`: DuckLake tables as Spark DataFrames, Spark SQL over them, results rendered or written to a file."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ducklake_cli.api import Lake
+from ducklake_cli.catalog.models import Snapshot
+from ducklake_cli.catalog.reader import MetadataReader
+from ducklake_cli.engine.plan import ScanPlan, plan_scan
+from ducklake_cli.engine.predicates import Predicate
+from ducklake_cli.errors import NotFoundError, UsageError
+from ducklake_cli.ops.results import Section, jsonable
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from ducklake_cli.engine.sql import ParsedQuery, TableRef
+
+_view_ids = itertools.count()
+MAX_VIEW_DEPTH = 16
+
+
+def pick_snapshot(reader: MetadataReader, snapshot: int | None, as_of: dt.datetime | None) -> Snapshot:
+    """The snapshot a read uses: an id, the newest at a time, or the latest."""
+    if snapshot is not None and as_of is not None:
+        raise UsageError("give either a snapshot id or a time, not both")
+    if snapshot is not None:
+        return reader.snapshot(snapshot)
+    if as_of is not None:
+        return reader.snapshot_at(as_of)
+    return reader.latest_snapshot()
+
+
+def plan_table(
+    lake: Lake, reader: MetadataReader, name: str, snapshot_id: int, predicates: Sequence[Predicate] = ()
+) -> ScanPlan:
+    """The scan plan of one table at a snapshot."""
+    table = reader.find_table(snapshot_id, name)
+    return plan_scan(reader, table=table, snapshot_id=snapshot_id, data_path=lake.data_path(reader),
+                     schemas=reader.schemas(snapshot_id), predicates=predicates,
+                     storage_options=lake.storage_options)
+
+
+def table_dataframe(
+    lake: Lake, name: str, *, snapshot: int | None = None, as_of: dt.datetime | None = None,
+    spark: SparkSession | None = None, with_rowid: bool = False, predicates: Sequence[Predicate] = (),
+) -> DataFrame:
+    """One table at a snapshot as a DataFrame."""
+    from ducklake_cli.engine.scan import scan
+
+    with lake.reader() as r:
+        r.metadata()
+        snap = pick_snapshot(r, snapshot, as_of)
+        plan = plan_table(lake, r, name, snap.snapshot_id, predicates)
+    return scan(spark or lake.spark(), plan, with_rowid=with_rowid)
+
+
+@dataclass
+class SqlPlan:
+    """A statement resolved against the lake: its Spark SQL and the scans behind each temp view."""
+
+    spark_sql: str
+    scans: list[ScanPlan] = field(default_factory=list)
+    count_only: tuple[str, int] | None = None  # (column name, count) when answered from metadata
+
+
+def _ref_snapshot(reader: MetadataReader, ref: TableRef, default: Snapshot) -> int:
+    if ref.version is not None:
+        return reader.snapshot(ref.version).snapshot_id
+    if ref.timestamp is not None:
+        try:
+            when = dt.datetime.fromisoformat(ref.timestamp.strip().replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise UsageError(f"TIMESTAMP AS OF {ref.timestamp!r} is not a timestamp") from exc
+        return reader.snapshot_at(when if when.tzinfo else when.replace(tzinfo=dt.UTC)).snapshot_id
+    return default.snapshot_id
+
+
+def plan_sql(
+    lake: Lake, reader: MetadataReader, query: str, *, snapshot: Snapshot, spark: SparkSession | None,
+    depth: int = 0,
+) -> SqlPlan:
+    """Resolve every table and view a statement reads; register scans as temp views (when `spark` is given)."""
+    from ducklake_cli.engine.sql import parse_query
+
+    parsed = parse_query(query)
+    if depth == 0 and (count_ref := parsed.plain_count()) is not None:
+        sid = _ref_snapshot(reader, count_ref, snapshot)
+        table = reader.find_table(sid, count_ref.qualified)
+        from ducklake_cli.ops.counts import table_counts
+
+        counts = table_counts(reader, snapshot_id=sid, data_path=lake.data_path(reader), tables=[table],
+                              schemas=reader.schemas(sid), storage_options=lake.storage_options)
+        return SqlPlan(spark_sql="", count_only=(parsed.plain_count_alias(), counts[table.table_id].live_rows))
+    return _register(lake, reader, parsed, snapshot=snapshot, spark=spark, depth=depth)
+
+
+def _register(
+    lake: Lake, reader: MetadataReader, parsed: ParsedQuery, *, snapshot: Snapshot, spark: SparkSession | None,
+    depth: int,
+) -> SqlPlan:
+    from ducklake_cli.engine.sql import parse_query, suggest, transpile_view
+
+    if depth > MAX_VIEW_DEPTH:
+        raise UsageError("views nest too deeply (a view that refers to itself?)")
+    views: dict[TableRef, str] = {}
+    out = SqlPlan(spark_sql="")
+    for ref in parsed.table_refs():
+        if ref in views:
+            continue
+        sid = _ref_snapshot(reader, ref, snapshot)
+        schema_name, _, name = ref.qualified.partition(".")
+        tables = {t.qualified_name: t for t in reader.tables(sid)}
+        view_name = f"__ducklake_{next(_view_ids)}"
+        views[ref] = view_name
+        if ref.qualified in tables:
+            plan = plan_scan(reader, table=tables[ref.qualified], snapshot_id=sid, data_path=lake.data_path(reader),
+                             schemas=reader.schemas(sid), predicates=parsed.predicates_for(ref),
+                             storage_options=lake.storage_options)
+            out.scans.append(plan)
+            if spark is not None:
+                from ducklake_cli.engine.scan import scan
+
+                scan(spark, plan, with_rowid=parsed.uses_rowid()).createOrReplaceTempView(view_name)
+            continue
+        lake_views = {f"{v.schema_name}.{v.name}": v for v in reader.views(sid)}
+        view = lake_views.get(ref.qualified)
+        if view is None:
+            close = suggest(ref.qualified, [*tables, *lake_views])
+            hint = f"did you mean {', '.join(close)}?" if close else "list tables with `ducklake inspect CATALOG`"
+            raise NotFoundError(f"table {ref.qualified} does not exist at snapshot {sid}", hint=hint)
+        inner = _register(lake, reader, parse_query(transpile_view(view.sql or "")),
+                          snapshot=reader.snapshot(sid), spark=spark, depth=depth + 1)
+        out.scans.extend(inner.scans)
+        if spark is not None:
+            spark.sql(inner.spark_sql).createOrReplaceTempView(view_name)
+    out.spark_sql = parsed.rewrite(views)
+    return out
+
+
+def sql_dataframe(
+    lake: Lake, query: str, *, snapshot: int | None = None, as_of: dt.datetime | None = None,
+    spark: SparkSession | None = None,
+) -> DataFrame:
+    """A Spark SQL statement over the lake's tables as a DataFrame."""
+    session = spark or lake.spark()
+    with lake.reader() as r:
+        r.metadata()
+        plan = plan_sql(lake, r, query, snapshot=pick_snapshot(r, snapshot, as_of), spark=session)
+    if plan.count_only is not None:
+        column, count = plan.count_only
+        return session.createDataFrame([(count,)], f"`{column}` bigint")
+    return session.sql(plan.spark_sql)
+
+
+@dataclass(frozen=True)
+class ExplainInfo:
+    """`--explain`: files kept and pruned per table scan, and Spark's plan."""
+
+    scans: tuple[dict[str, Any], ...]
+    spark_plan: str
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """Rows of a query (possibly limited), or where they were written."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    truncated: bool = False
+    output: str | None = None
+    row_count: int | None = None
+    explain: ExplainInfo | None = None
+
+    def to_json(self) -> Any:
+        """A list of row objects (or the explain/output summary)."""
+        if self.explain is not None:
+            return jsonable(self.explain)
+        if self.output is not None:
+            return {"output": self.output, "rows": self.row_count}
+        return [dict(zip(self.columns, (jsonable(v) for v in row), strict=True)) for row in self.rows]
+
+    def sections(self) -> list[Section]:
+        """The rows as one table."""
+        if self.explain is not None:
+            rows = tuple((s["table"], s["snapshot_id"], s["files_kept"], s["files_pruned"], s["inlined_rows"])
+                         for s in self.explain.scans)
+            return [Section("Scans", ("table", "snapshot", "files_kept", "files_pruned", "inlined_rows"), rows),
+                    Section("Spark plan", ("plan",), ((self.explain.spark_plan,),), csv=False)]
+        if self.output is not None:
+            return [Section("Written", ("output", "rows"), ((self.output, self.row_count),))]
+        return [Section("Result", self.columns, self.rows)]
+
+
+def run_query(
+    lake: Lake, query: str, *, snapshot: int | None = None, as_of: dt.datetime | None = None,
+    limit: int | None = None, output: str | None = None, explain: bool = False,
+) -> QueryResult:
+    """What `ducklake query` does: a count from metadata when possible, else Spark."""
+    with lake.reader() as r:
+        r.metadata()
+        snap = pick_snapshot(r, snapshot, as_of)
+        probe = plan_sql(lake, r, query, snapshot=snap, spark=None)
+        if probe.count_only is not None and not explain and output is None:
+            column, count = probe.count_only
+            return QueryResult(columns=(column,), rows=((count,),))
+        spark = lake.spark()
+        plan = plan_sql(lake, r, query, snapshot=snap, spark=spark) if probe.count_only is None else probe
+    if plan.count_only is not None:
+        column, count = plan.count_only
+        df = spark.createDataFrame([(count,)], f"`{column}` bigint")
+    else:
+        df = spark.sql(plan.spark_sql)
+    if explain:
+        scans = tuple({"table": p.table.qualified_name, "snapshot_id": p.snapshot_id, "files_kept": len(p.files),
+                       "files_pruned": len(p.pruned_file_ids),
+                       "inlined_rows": sum(i.rows.num_rows for i in p.inlined)} for p in plan.scans)
+        return QueryResult(columns=(), rows=(), explain=ExplainInfo(scans, _spark_plan(df)))
+    if limit is not None:
+        df = df.limit(limit)
+    if output is not None:
+        from ducklake_cli.engine.output import write_output
+
+        count = write_output(df, output)
+        return QueryResult(columns=tuple(df.columns), rows=(), output=output, row_count=count)
+    display = 10_000 if limit is None else limit
+    rows = df.limit(display + 1).collect()
+    return QueryResult(columns=tuple(df.columns), rows=tuple(tuple(r) for r in rows[:display]),
+                       truncated=len(rows) > display)
+
+
+def _spark_plan(df: DataFrame) -> str:
+    try:
+        return str(df._jdf.queryExecution().toString())  # classic Spark
+    except Exception:  # Spark Connect has no _jdf; its explain prints instead of returning
+        return "(Spark plan not available over Spark Connect; run with --master instead)"
