@@ -67,3 +67,7 @@ class CommitConflictError(DuckLakeError):
 
 class StorageError(DuckLakeError):
     """A data file could not be read, listed or written."""
+
+
+class QueryError(DuckLakeError):
+    """A query Spark or our SQL layer rejects (syntax, unknown column, type errors)."""

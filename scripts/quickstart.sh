@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's first command: set up .venv, create an embedded local SQLite lake, and look at it.
+# The README's first command: set up .venv, create an embedded local SQLite lake, look at it and query it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,3 +17,6 @@ rm -rf "$demo" && mkdir -p "$demo"
 .venv/bin/python scripts/demo_data.py "$demo/lake.sqlite"
 .venv/bin/ducklake inspect "$demo/lake.sqlite"
 .venv/bin/ducklake inspect "$demo/lake.sqlite" main.trips
+# A real query on Spark (embedded local[*]; the first one pays ~10 s of JVM start).
+.venv/bin/ducklake query "$demo/lake.sqlite" \
+  "SELECT city, count(*) AS trips, round(avg(fare), 2) AS avg_fare FROM trips GROUP BY city ORDER BY city"

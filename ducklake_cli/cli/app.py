@@ -12,6 +12,7 @@ import typer
 from ducklake_cli._version import __version__
 from ducklake_cli.cli.create import create_catalog
 from ducklake_cli.cli.inspect import inspect
+from ducklake_cli.cli.query import query
 from ducklake_cli.errors import DuckLakeError
 
 app = typer.Typer(
@@ -24,6 +25,7 @@ app = typer.Typer(
 )
 app.command("create-catalog")(create_catalog)
 app.command("inspect")(inspect)
+app.command("query")(query)
 
 
 def _version(value: bool) -> None:

@@ -13,6 +13,7 @@ from ducklake_cli.errors import UsageError
 
 if TYPE_CHECKING:
     from ducklake_cli.api import Lake
+    from ducklake_cli.engine.session import SparkSettings
 
 CatalogArg = Annotated[
     str,
@@ -67,9 +68,25 @@ def resolve_catalog(
                                     must_exist=must_exist)
 
 
-def open_lake(resolved: Resolved, *, read_only: bool = True) -> Lake:
+def spark_settings(
+    resolved: Resolved, *, master: str | None, remote: str | None, conf: list[str], debug: bool = False
+) -> SparkSettings:
+    """Spark settings: flags over the profile's `[spark]` section, `master` and `remote`."""
+    from ducklake_cli.engine.session import SparkSettings
+
+    settings = dict(resolved.spark_conf)
+    for item in conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--conf {item!r}: expected key=value")
+        settings[key.strip()] = value.strip()
+    return SparkSettings(master=master or resolved.master, remote=remote or resolved.remote, conf=settings,
+                         quiet=not debug)
+
+
+def open_lake(resolved: Resolved, *, read_only: bool = True, spark_settings: SparkSettings | None = None) -> Lake:
     """A Lake for a resolved catalog (read-only commands never write the catalog)."""
     from ducklake_cli.api import connect
 
     return connect(resolved.target, data_path=resolved.data_path, storage_options=resolved.storage_options,
-                   read_only=read_only)
+                   read_only=read_only, spark_settings=spark_settings)

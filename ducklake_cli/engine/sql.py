@@ -76,20 +76,26 @@ class ParsedQuery:
         """Spark SQL reading each table from its temp view, keeping (or adding) the table's alias."""
         by_key = {ref.key: name for ref, name in views.items()}
         tree = self.tree.copy()
-        bare: set[tuple[str, ...]] = set()
+        bare: dict[tuple[str, ...], exp.Identifier] = {}  # written name of an unaliased table -> its new name
         for node in list(_table_nodes(tree)):
             ref = _ref(node)
             if ref.key not in by_key:
                 raise ValueError(f"no temp view given for table {ref.qualified}")
+            view = exp.to_identifier(by_key[ref.key])
             if node.args.get("alias") is None and not isinstance(node.parent, exp.Describe):
-                node.set("alias", exp.TableAlias(this=node.this.copy()))
-                bare.add(_parts(node))
+                if _name_taken(node):  # e.g. `main.t` next to a CTE `t`: keep the view's own name
+                    bare.setdefault(_parts(node), view.copy())
+                else:
+                    bare.setdefault(_parts(node), node.this.copy())
+                    node.set("alias", exp.TableAlias(this=node.this.copy()))
             for arg in ("db", "catalog", "version"):
                 node.set(arg, None)
-            node.set("this", exp.to_identifier(by_key[ref.key]))
-        # `main.t.x` must become `t.x` now that `main.t` reads as a view aliased `t`.
-        for col in tree.find_all(exp.Column):
-            if col.args.get("db") is not None and any(p[-len(_col_parts(col)):] == _col_parts(col) for p in bare):
+            node.set("this", view)
+        for col in list(tree.find_all(exp.Column)):  # `main.t.x` -> `t.x`, as `main.t` is now a view named `t`
+            parts = _col_parts(col)
+            new = next((q for p, q in bare.items() if p[-len(parts):] == parts), None) if len(parts) > 1 else None
+            if new is not None:
+                col.set("table", new.copy())
                 col.set("db", None)
                 col.set("catalog", None)
         return tree.sql(dialect="spark")
@@ -209,7 +215,7 @@ def suggest(name: str, known: Iterable[str]) -> list[str]:
     by_lower: dict[str, str] = {}
     for k in known:
         by_lower.setdefault(k.lower(), k)
-    return [by_lower[m] for m in difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.6)]
+    return [by_lower[m] for m in difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.75)]
 
 
 # -- table references ---------------------------------------------------------------------------------------
@@ -258,6 +264,15 @@ def _ref(node: exp.Table) -> TableRef:
             timestamp = str(given.this)
     return TableRef(catalog=node.catalog or None, schema=node.db or None, name=node.name,
                     version=version, timestamp=timestamp)
+
+
+def _name_taken(node: exp.Table) -> bool:
+    """Whether another source of the SELECT reading `node` already goes by `node`'s bare name."""
+    select = node.parent.parent if isinstance(node.parent, (exp.From, exp.Join)) else None
+    if not isinstance(select, exp.Select) or select.args.get("from_") is None:
+        return False
+    sources = [select.args["from_"].this, *(j.this for j in select.args.get("joins") or [])]
+    return any(s is not node and s.alias_or_name.lower() == node.name.lower() for s in sources)
 
 
 def _parts(node: exp.Table) -> tuple[str, ...]:

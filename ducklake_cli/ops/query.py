@@ -211,6 +211,21 @@ def run_query(
             return QueryResult(columns=(column,), rows=((count,),))
         spark = lake.spark()
         plan = plan_sql(lake, r, query, snapshot=snap, spark=spark) if probe.count_only is None else probe
+    try:
+        return _execute(spark, plan, limit=limit, output=output, explain=explain)
+    except Exception as exc:
+        from pyspark.errors import PySparkException
+
+        if isinstance(exc, PySparkException):
+            from ducklake_cli.engine.session import translate_spark_error
+
+            raise translate_spark_error(exc) from exc
+        raise
+
+
+def _execute(
+    spark: SparkSession, plan: SqlPlan, *, limit: int | None, output: str | None, explain: bool
+) -> QueryResult:
     if plan.count_only is not None:
         column, count = plan.count_only
         df = spark.createDataFrame([(count,)], f"`{column}` bigint")

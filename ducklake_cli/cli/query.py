@@ -1,0 +1,73 @@
+"""`ducklake query`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ducklake_cli.cli.common import (
+    AsOfOpt,
+    CatalogArg,
+    DataPathOpt,
+    DebugOpt,
+    FormatOpt,
+    MetadataSchemaOpt,
+    SnapshotOpt,
+    open_lake,
+    parse_time,
+    resolve_catalog,
+    spark_settings,
+)
+from ducklake_cli.cli.render import OutputFormat, message, render
+from ducklake_cli.errors import UsageError
+
+
+def query(
+    catalog: CatalogArg,
+    sql: Annotated[str, typer.Argument(help="Spark SQL over the lake's tables: `schema.table` (unqualified names "
+                                            "are in schema main), `t VERSION AS OF 3`, `t TIMESTAMP AS OF '…'`.",
+                                       show_default=False)],
+    snapshot: SnapshotOpt = None,
+    as_of: AsOfOpt = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="Write all rows to one .parquet, .csv or "
+                                                                      ".json file instead of printing them.",
+                                               show_default=False)] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=0, help="At most this many rows.",
+                                              show_default=False)] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show the files each table scan keeps and prunes, and "
+                                                            "Spark's plan, instead of running the query.")] = False,
+    master: Annotated[str | None, typer.Option("--master", help="Spark master URL (spark://host:7077, yarn, "
+                                                                "k8s://…); default: embedded local[*].",
+                                               show_default=False)] = None,
+    remote: Annotated[str | None, typer.Option("--remote", help="Spark Connect server (sc://host:15002).",
+                                               show_default=False)] = None,
+    conf: Annotated[list[str] | None, typer.Option("--conf", help="Spark setting key=value (repeatable).",
+                                                   show_default=False)] = None,
+    data_path: DataPathOpt = None,
+    metadata_schema: MetadataSchemaOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    debug: DebugOpt = False,
+) -> None:
+    """Run Spark SQL over a lake's tables, at the latest or any earlier snapshot.
+
+    Examples:
+
+      ducklake query lake.sqlite "SELECT city, count(*) FROM trips GROUP BY city"
+
+      ducklake query lake.sqlite "SELECT * FROM main.trips VERSION AS OF 3 LIMIT 5"
+
+      ducklake query prod "SELECT * FROM events WHERE day = DATE '2026-01-31'" --output day.parquet
+    """
+    if snapshot is not None and as_of is not None:
+        raise UsageError("--snapshot and --as-of cannot be used together")
+    from ducklake_cli.ops.query import run_query
+
+    resolved = resolve_catalog(catalog, data_path=data_path, metadata_schema=metadata_schema)
+    settings = spark_settings(resolved, master=master, remote=remote, conf=conf or [], debug=debug)
+    with open_lake(resolved, spark_settings=settings) as lake:
+        result = run_query(lake, sql, snapshot=snapshot, as_of=parse_time(as_of) if as_of else None, limit=limit,
+                           output=output, explain=explain)
+    render(result, fmt)
+    if result.truncated and fmt is OutputFormat.table:
+        message(f"showing the first {len(result.rows):,} rows; use --limit, or --output FILE for all")
