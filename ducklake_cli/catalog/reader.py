@@ -234,6 +234,10 @@ class MetadataReader:
         for tbl in tables:
             if tbl.schema_name == schema_name and tbl.name == table_name:
                 return tbl
+        wanted = (schema_name.lower(), table_name.lower())
+        folded = [t for t in tables if (t.schema_name.lower(), t.name.lower()) == wanted]
+        if len(folded) == 1:  # identifiers are case-insensitive in DuckDB and Spark
+            return folded[0]
         known = sorted(tbl.qualified_name for tbl in tables)
         from difflib import get_close_matches
 

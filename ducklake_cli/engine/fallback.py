@@ -714,7 +714,7 @@ def _to_json(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return repr(value) if math.isfinite(value) else _json_str(str(value))
+        return _json_double(value) if math.isfinite(value) else _json_str(str(value))
     if isinstance(value, Decimal):
         return format(value, "f")
     if isinstance(value, str):
@@ -734,6 +734,25 @@ def _to_json(value: Any) -> str:
         except UnicodeDecodeError:
             return _json_str(base64.b64encode(bytes(value)).decode("ascii"))
     return _json_str(str(value))
+
+
+def _json_double(value: float) -> str:
+    """A finite double as DuckDB's JSON renders it: shortest digits, fixed notation for 1e-6 <= |x| < 1e21."""
+    if value == 0:
+        return "0.0"
+    sign = "-" if value < 0 else ""
+    tup = Decimal(repr(abs(value))).normalize().as_tuple()
+    digits = "".join(map(str, tup.digits))
+    point = len(digits) + int(tup.exponent)  # value = 0.<digits> * 10^point
+    exp10 = point - 1
+    if -6 <= exp10 < 21:
+        if point <= 0:
+            return f"{sign}0.{'0' * -point}{digits}"
+        if point >= len(digits):
+            return f"{sign}{digits}{'0' * (point - len(digits))}.0"
+        return f"{sign}{digits[:point]}.{digits[point:]}"
+    mantissa = digits[0] + (f".{digits[1:]}" if len(digits) > 1 else "")
+    return f"{sign}{mantissa}e{exp10}"
 
 
 def _json_str(text: str) -> str:

@@ -46,7 +46,7 @@ class InlinedSource:
     """Live rows of one inlined-data table, decoded: Arrow columns `row_id`, `c<column_id>`…"""
 
     table_name: str
-    column_ids: tuple[int, ...]
+    columns: tuple[ColumnInfo, ...]  # as they were at the inlined table's schema version (still-live ones)
     rows: pa.Table
 
 
@@ -153,7 +153,7 @@ def _inlined_sources(reader: MetadataReader, table: TableInfo, snapshot_id: int)
             continue
         decoded = decode_inlined(rows, columns)
         keep = [c for c in columns if c.column_id in current]
-        out.append(InlinedSource(inlined.table_name, tuple(c.column_id for c in keep),
+        out.append(InlinedSource(inlined.table_name, tuple(keep),
                                  decoded.select(["row_id", *[f"c{c.column_id}" for c in keep]])))
     return out
 

@@ -13,6 +13,7 @@ Facts checked against DuckDB 1.5.5 (tests/engine/test_prune.py):
   and of an infinite date/timestamp they are NULL, so only identity/bucket NULL keys mean "all NULL".
 * bucket hashes: signed ints, bool, date (days), timestamps (in their own unit), decimal(P<=18) (unscaled) as
   int64 LE; unsigned ints and decimal(P>18) as their text; floats as double bits (-0.0 as 0.0); strings as UTF-8.
+  TIMESTAMP_NS buckets are not used: a reader at microsecond precision may match rows of other buckets.
 """
 
 from __future__ import annotations
@@ -73,7 +74,9 @@ _TS = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.
 _EPOCH = dt.date(1970, 1, 1).toordinal()
 _COMPARE = frozenset({"=", "<", "<=", ">", ">=", "between", "in"})
 
-Alt = tuple[Any, bool]  # a literal in the column's domain; True = compare after rounding both sides to double
+# A literal in the column's domain; True = the engine compares after rounding both sides to double (rounding is
+# monotone, so a value in [lo, hi] rounds into [float(lo), float(hi)]).
+Alt = tuple[Any, bool]
 
 
 def keep_file(candidate: Candidate, predicates: Sequence[Predicate], columns: Mapping[str, ColumnInfo]) -> bool:
@@ -162,7 +165,7 @@ def _hash_bytes(value: Any, col_type: str) -> bytes | None:
         if math.isnan(x) or x != value or (col_type == "float32" and _f32(x) != x):
             return None
         return struct.pack("<d", 0.0 if x == 0 else x)
-    if col_type in _UNIT and isinstance(value, int):
+    if col_type in _UNIT and col_type != "timestamp_ns" and isinstance(value, int):  # ns: engines may cut to µs
         unit = _UNIT[col_type]
         return struct.pack("<q", value // unit) if value % unit == 0 else None
     if col_type == "varchar" and isinstance(value, str):
@@ -269,7 +272,10 @@ def _alternatives(v: Any, col_type: str, kind: str) -> list[Alt] | None:
         if not isinstance(v, int | float | Decimal):
             return None
         alts: list[Alt] = [(v, False)]
-        if from_str or not isinstance(v, int) or kind == "float":
+        # Engines compare in double when either side is floating (or a decimal too wide for DECIMAL(38)): add
+        # that reading whenever the cast to double is lossy for the column values or for the literal.
+        wide = isinstance(v, Decimal) and len(v.as_tuple().digits) > 38
+        if kind == "float" and _to_float(v) != v or kind != "float" and (from_str or wide or isinstance(v, float)):
             alts.append((v, True))
         if col_type == "float32":
             alts.append((_f32(_to_float(v)), False))
@@ -310,7 +316,7 @@ def _le(a: Any, b: Any, relaxed: bool) -> bool:
 
 
 def _lt(a: Any, b: Any, relaxed: bool) -> bool:
-    return _to_float(a) <= _to_float(b) if relaxed else bool(a < b)
+    return _to_float(a) < _to_float(b) if relaxed else bool(a < b)
 
 
 @dataclass(frozen=True)

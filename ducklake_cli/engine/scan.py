@@ -167,16 +167,37 @@ def _deletes(spark: SparkSession, plan: ScanPlan, keys: dict[int, str]) -> DataF
     return out
 
 
+def conform(value: Column, old: ColumnInfo, new: ColumnInfo) -> Column:
+    """A value stored under an older version of a column, as the current version: nested fields matched by
+    field id (renamed ones keep their values, added ones are NULL, dropped ones vanish), types promoted."""
+    from pyspark.sql import functions as F
+
+    if new.type == "struct" and old.type == "struct":
+        old_children = {c.column_id: c for c in old.children}
+        fields = []
+        for child in new.children:
+            prior = old_children.get(child.column_id)
+            inner = conform(value.getField(prior.name), prior, child) if prior else _default(child)
+            fields.append(inner.alias(child.name))
+        return F.when(value.isNull(), F.lit(None)).otherwise(F.struct(*fields)).cast(spark_type(new))
+    if new.type == "list" and old.type == "list":
+        return F.transform(value, lambda e: conform(e, old.children[0], new.children[0]))
+    if new.type == "map" and old.type == "map":
+        keyed = F.transform_keys(value, lambda k, _v: conform(k, old.children[0], new.children[0]))
+        return F.transform_values(keyed, lambda _k, v: conform(v, old.children[1], new.children[1]))
+    return value.cast(spark_type(new))
+
+
 def _inlined(spark: SparkSession, plan: ScanPlan) -> list[DataFrame]:
     from pyspark.sql import functions as F
 
     out = []
     for src in plan.inlined:
         df = spark.createDataFrame(src.rows)
-        present = set(src.column_ids)
+        prior = {c.column_id: c for c in src.columns}
         out.append(df.select(
-            *[F.col(_col_name(c.column_id)).cast(spark_type(c)).alias(_col_name(c.column_id)) if c.column_id in present
-              else _default(c).alias(_col_name(c.column_id)) for c in plan.columns],
+            *[conform(F.col(_col_name(c.column_id)), prior[c.column_id], c).alias(_col_name(c.column_id))
+              if c.column_id in prior else _default(c).alias(_col_name(c.column_id)) for c in plan.columns],
             F.col("row_id").cast("bigint").alias("__rowid"),
         ))
     return out

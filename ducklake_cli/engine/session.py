@@ -100,7 +100,8 @@ def build_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
         import logging
 
         # PySpark logs every failed query as a JSON blob on stderr; our error line says it once.
-        logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL + 1)
+        for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     for key, value in REQUIRED_CONF.items():
         spark.conf.set(key, value)  # an existing session (getOrCreate) may predate our settings
     return spark

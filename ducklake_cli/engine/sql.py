@@ -17,7 +17,7 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, SqlglotError
 
 from ducklake_cli.engine.predicates import Op, Predicate
-from ducklake_cli.errors import UsageError
+from ducklake_cli.errors import QueryError
 
 _WRITES = (exp.DML, exp.DDL, exp.Alter, exp.Drop, exp.TruncateTable, exp.Comment, exp.LoadData, exp.Grant)
 _COMPARISONS: dict[type[exp.Expr], Op] = {exp.EQ: "=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
@@ -66,9 +66,8 @@ class ParsedQuery:
 
     def table_refs(self) -> list[TableRef]:
         """Distinct lake tables read (by `key`), in order of appearance; CTEs, functions and subqueries excluded."""
-        seen: dict[object, TableRef] = {}
-        for node in _table_nodes(self.tree):
-            ref = _ref(node)
+        seen: dict[tuple[str, str, int | None, str | None], TableRef] = {}
+        for ref in map(_ref, _table_nodes(self.tree)):
             seen.setdefault(ref.key, ref)
         return list(seen.values())
 
@@ -76,7 +75,7 @@ class ParsedQuery:
         """Spark SQL reading each table from its temp view, keeping (or adding) the table's alias."""
         by_key = {ref.key: name for ref, name in views.items()}
         tree = self.tree.copy()
-        bare: dict[tuple[str, ...], exp.Identifier] = {}  # written name of an unaliased table -> its new name
+        bare: dict[tuple[str, str], exp.Identifier] = {}  # written name of an unaliased table -> its new name
         for node in list(_table_nodes(tree)):
             ref = _ref(node)
             if ref.key not in by_key:
@@ -93,8 +92,7 @@ class ParsedQuery:
             node.set("this", view)
         for col in list(tree.find_all(exp.Column)):  # `main.t.x` -> `t.x`, as `main.t` is now a view named `t`
             parts = _col_parts(col)
-            new = next((q for p, q in bare.items() if p[-len(parts):] == parts), None) if len(parts) > 1 else None
-            if new is not None:
+            if len(parts) == 2 and (new := bare.get((parts[0], parts[1]))) is not None:
                 col.set("table", new.copy())
                 col.set("db", None)
                 col.set("catalog", None)
@@ -113,26 +111,20 @@ class ParsedQuery:
     def plain_count(self) -> TableRef | None:
         """The table of a bare `SELECT count(*) FROM t [LIMIT n]`, answerable from metadata; else None."""
         s = self.tree
-        if not isinstance(s, exp.Select) or len(s.expressions) != 1:
-            return None
-        if any(v for k, v in s.args.items() if k not in ("expressions", "from_", "limit")):
+        if not isinstance(s, exp.Select) or len(s.expressions) != 1 or _used(s) - {"expressions", "from_", "limit"}:
             return None
         limit = s.args.get("limit")
-        if limit is not None and ({k for k, v in limit.args.items() if v} != {"expression"}
-                                  or not isinstance(n := _value(limit.expression), int) or n < 1):
+        if limit is not None and (_used(limit) != {"expression"} or not isinstance(n := _value(limit.expression), int)
+                                  or isinstance(n, bool) or n < 1):
             return None
-        count = s.expressions[0].unalias()
-        if not isinstance(count, exp.Count) or count.expressions:
+        count, table = s.expressions[0].unalias(), s.args.get("from_") and s.args["from_"].this
+        if not isinstance(count, exp.Count) or _used(count) - {"this", "big_int"}:
             return None
-        arg = count.this
-        if not (isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and not arg.is_string and arg.this == "1")):
+        if not (isinstance(count.this, exp.Star) or count.this == exp.Literal.number(1)):
             return None
-        table = s.args["from_"].this
         if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
             return None
-        if any(table.args.get(k) for k in ("joins", "laterals", "pivots", "sample", "hints")):
-            return None
-        return _ref(table)
+        return _ref(table) if not _used(table) - {"this", "db", "catalog", "alias", "version"} else None
 
     def plain_count_alias(self) -> str:
         """Column name Spark gives a plain count: its alias, else `count(1)` (also for `count(*)`, Spark 4)."""
@@ -148,24 +140,24 @@ class ParsedQuery:
 
 
 def parse_query(sql: str) -> ParsedQuery:
-    """Parse one read-only Spark SQL statement; writes, several statements or bad syntax raise `UsageError`."""
+    """Parse one read-only Spark SQL statement; writes, several statements or bad syntax raise `QueryError`."""
     try:
         with _quiet_sqlglot():
             statements = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
     except SqlglotError as exc:
-        raise UsageError(_syntax_message(exc)) from None
+        raise QueryError(_syntax_message(exc)) from None
     if len(statements) != 1:
-        raise UsageError(f"expected one SQL statement, got {len(statements)}")
+        raise QueryError(f"expected one SQL statement, got {len(statements)}")
     tree = statements[0]
     if isinstance(tree, exp.Command):
-        raise UsageError(f"{tree.name.upper()} is not supported; write a SELECT, WITH, VALUES or DESCRIBE query")
+        raise QueryError(f"{tree.name.upper()} is not supported; write a SELECT, WITH, VALUES or DESCRIBE query")
     if isinstance(tree, _WRITES):
         verb = tree.key.upper().replace("TRUNCATETABLE", "TRUNCATE")
-        raise UsageError(f"query only reads; use `ducklake write` to change tables (got {verb})")
+        raise QueryError(f"query only reads; use `ducklake write` to change tables (got {verb})")
     if isinstance(tree, exp.Describe) and (tree.args.get("kind") or not isinstance(tree.this, exp.Table)):
-        raise UsageError("only DESCRIBE of a table is supported")
+        raise QueryError("only DESCRIBE of a table is supported")
     if not isinstance(tree, (exp.Query, exp.Values, exp.Describe)):
-        raise UsageError(f"{tree.key.upper()} is not supported; write a SELECT, WITH, VALUES or DESCRIBE query")
+        raise QueryError(f"{tree.key.upper()} is not supported; write a SELECT, WITH, VALUES or DESCRIBE query")
     for node in _table_nodes(tree):
         _ref(node)  # time-travel clauses are checked once, here
     return ParsedQuery(sql=sql, tree=tree)
@@ -173,18 +165,17 @@ def parse_query(sql: str) -> ParsedQuery:
 
 def transpile_view(sql: str, *, catalog_name: str = "lake", schema: str = "main", view: str | None = None) -> str:
     """A DuckLake view's DuckDB SQL as Spark SQL; unqualified tables resolve in the view's `schema`, as in DuckDB."""
-    what = f"view {view}" if view else "view"
+    fail = f"view {view} cannot be translated to Spark SQL: " if view else "view cannot be translated to Spark SQL: "
     try:
         with _quiet_sqlglot():
             statements = [s for s in sqlglot.parse(sql.replace(_PLACEHOLDER, _LAKE), read="duckdb") if s]
     except SqlglotError as exc:
-        raise UsageError(f"{what} cannot be translated to Spark SQL: {_syntax_message(exc)}") from None
-    if len(statements) != 1 or not isinstance(statements[0], exp.Query):
-        raise UsageError(f"{what} cannot be translated to Spark SQL: not a single SELECT")
-    tree = statements[0]
+        raise QueryError(fail + _syntax_message(exc)) from None
+    if len(statements) != 1 or not isinstance(tree := statements[0], exp.Query):
+        raise QueryError(fail + "not a single SELECT")
     for node in list(_table_nodes(tree)):
         if node.catalog and node.catalog != _LAKE:
-            raise UsageError(f"{what} cannot be translated to Spark SQL: it reads catalog {node.catalog}")
+            raise QueryError(fail + f"it reads catalog {node.catalog}, outside the lake")
         if node.db == _LAKE and not node.catalog:  # DuckDB's `catalog.table` means the catalog's `main`
             node.set("db", exp.to_identifier("main"))
             node.set("catalog", exp.to_identifier(catalog_name))
@@ -197,17 +188,14 @@ def transpile_view(sql: str, *, catalog_name: str = "lake", schema: str = "main"
             col.set("db", None)
             col.set("catalog", None)
     for part in tree.walk():
-        bad = None
         if isinstance(part, exp.DataType) and part.this in _NO_SPARK_TYPE:
-            bad = f"type {part.sql('duckdb')} has no Spark equivalent"
-        elif isinstance(part, exp.Join) and {part.kind.upper(), part.method.upper()} & {"ASOF", "POSITIONAL"}:
-            bad = f"{part.sql('duckdb').split(' JOIN')[0].strip()} JOIN has no Spark equivalent"
-        if bad:
-            raise UsageError(f"{what} cannot be translated to Spark SQL: {bad}")
+            raise QueryError(fail + f"type {part.sql('duckdb')} has no Spark equivalent")
+        if isinstance(part, exp.Join) and (odd := {part.kind.upper(), part.method.upper()} & {"ASOF", "POSITIONAL"}):
+            raise QueryError(fail + f"{odd.pop()} JOIN has no Spark equivalent")
     try:
         return tree.sql(dialect="spark", unsupported_level=ErrorLevel.RAISE)
     except SqlglotError as exc:
-        raise UsageError(f"{what} cannot be translated to Spark SQL: {_one_line(str(exc))}") from None
+        raise QueryError(fail + _one_line(str(exc))) from None
 
 
 def suggest(name: str, known: Iterable[str]) -> list[str]:
@@ -235,8 +223,8 @@ def _table_nodes(root: exp.Expr) -> Iterator[exp.Table]:
                 pending.append((cte.this, frozenset(names | {name}) if with_.recursive else frozenset(names)))
                 names.add(name)
             ctes = frozenset(names)
-        real = node.args.get("db") is not None or node.name.lower() not in ctes
-        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) and real:
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) and (
+                node.args.get("db") is not None or node.name.lower() not in ctes):
             yield node
         pending += [(c, ctes) for c in node.iter_expressions() if c is not with_ and not isinstance(c, exp.Hint)]
         stack.extend(reversed(pending))
@@ -248,18 +236,18 @@ def _ref(node: exp.Table) -> TableRef:
     clause = node.args.get("version")
     if isinstance(clause, exp.Version):
         if str(clause.args.get("kind", "")).upper() != "AS OF":
-            raise UsageError(f"only VERSION AS OF / TIMESTAMP AS OF are supported (table {node.name})")
+            raise QueryError(f"only VERSION AS OF / TIMESTAMP AS OF are supported (table {node.name})")
         given = clause.expression.unnest()
         if clause.name.upper() == "VERSION":
             text = given.this if isinstance(given, exp.Literal) else ""
             if not (isinstance(text, str) and text.strip().isdigit()):
-                raise UsageError(f"VERSION AS OF needs a snapshot id, got {given.sql('spark')}")
+                raise QueryError(f"VERSION AS OF needs a snapshot id, got {given.sql('spark')}")
             version = int(text)
         else:
             if isinstance(given, exp.Cast) and given.to.this in _TIMESTAMPS:  # TIMESTAMP '...'
                 given = given.this.unnest()
             if not (isinstance(given, exp.Literal) and given.is_string):
-                raise UsageError(f"TIMESTAMP AS OF needs a literal like '2026-01-01 00:00:00', "
+                raise QueryError(f"TIMESTAMP AS OF needs a literal like '2026-01-01 00:00:00', "
                                  f"got {clause.expression.sql('spark')}")
             timestamp = str(given.this)
     return TableRef(catalog=node.catalog or None, schema=node.db or None, name=node.name,
@@ -275,12 +263,17 @@ def _name_taken(node: exp.Table) -> bool:
     return any(s is not node and s.alias_or_name.lower() == node.name.lower() for s in sources)
 
 
-def _parts(node: exp.Table) -> tuple[str, ...]:
-    return tuple(p.lower() for p in (node.catalog, node.db, node.name) if p)
+def _used(node: exp.Expr) -> set[str]:
+    return {k for k, v in node.args.items() if v}
+
+
+def _parts(node: exp.Table) -> tuple[str, str]:
+    """`(schema, name)` as a column may qualify with them; like table names, the catalog part is ignored."""
+    return (node.db or "main").lower(), node.name.lower()
 
 
 def _col_parts(col: exp.Column) -> tuple[str, ...]:
-    return tuple(p.lower() for p in (col.text("catalog"), col.text("db"), col.table) if p)
+    return tuple(p.lower() for p in (col.text("db"), col.table) if p)
 
 
 # -- predicates ---------------------------------------------------------------------------------------------
@@ -306,8 +299,7 @@ def _predicates(node: exp.Table) -> list[Predicate]:
         nullable = any(s in ("RIGHT", "FULL") for s in sides)
     single = not joins and not select.args.get("laterals")
     alias = node.alias
-    parts = _parts(node)
-    names: set[tuple[str, ...]] = {(alias.lower(),)} if alias else {parts[i:] for i in range(len(parts))}
+    names: set[tuple[str, ...]] = {(alias.lower(),)} if alias else {_parts(node), _parts(node)[1:]}
     out: list[Predicate] = []
     for conjunct in _conjuncts(where.this):
         pred = _predicate(conjunct, names, single)
@@ -344,7 +336,7 @@ def _predicate(node: exp.Expr, names: set[tuple[str, ...]], single: bool) -> Pre
     if isinstance(node, exp.Between) and not node.args.get("symmetric") and (name := column(node.this)):
         low, high = _value(node.args["low"]), _value(node.args["high"])
         return Predicate(name, "between", (low, high)) if low is not None and high is not None else None
-    if isinstance(node, exp.In) and {k for k, v in node.args.items() if v} == {"this", "expressions"}:
+    if isinstance(node, exp.In) and _used(node) == {"this", "expressions"}:
         values = [_value(v) for v in node.expressions]
         name = column(node.this)
         return Predicate(name, "in", tuple(values)) if name and None not in values else None
@@ -381,23 +373,23 @@ def _value(node: exp.Expr) -> object | None:
 
 def _cast(value: object, to: exp.DataType) -> object | None:
     """`value` cast to `to` as Spark would, when that is certain; None otherwise."""
-    kind = to.this
+    kind, text = to.this, value.strip() if isinstance(value, str) else None
     if kind in (_T.TEXT, _T.VARCHAR, _T.CHAR):
         return value if isinstance(value, str) else str(value) if type(value) is int else None
     if kind == _T.BOOLEAN:
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        return value if isinstance(value, bool) else None
+        return value if isinstance(value, bool) else {"true": True, "false": False}.get((text or "").lower())
     if kind == _T.DATE:
-        ok = isinstance(value, str) and _DATE.fullmatch(value.strip())
-        return dt.date.fromisoformat(value.strip()) if ok and isinstance(value, str) else None
+        return dt.date.fromisoformat(text) if text and _DATE.fullmatch(text) else None
     if kind in _TIMESTAMPS:
-        if not (isinstance(value, str) and _TIMESTAMP.fullmatch(value.strip())):
-            return None
-        ts = dt.datetime.fromisoformat(value.strip())
-        return None if ts.tzinfo is not None and kind == _T.TIMESTAMPNTZ else ts
-    num = _number(value)
-    if num is None:
+        ts = dt.datetime.fromisoformat(text) if text and _TIMESTAMP.fullmatch(text) else None
+        return None if ts and ts.tzinfo and kind == _T.TIMESTAMPNTZ else ts
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal, str)):
+        return None
+    try:
+        num = Decimal(repr(value) if isinstance(value, float) else text if text is not None else value)
+    except InvalidOperation:
+        return None
+    if not num.is_finite():
         return None
     if kind in _INTEGERS:
         return int(num) if num == num.to_integral_value() else None
@@ -409,19 +401,6 @@ def _cast(value: object, to: exp.DataType) -> object | None:
     if kind == _T.FLOAT:  # the float32 Spark compares with, not the float64 Python would keep
         return struct.unpack("f", struct.pack("f", float(num)))[0]
     return None
-
-
-def _number(value: object) -> Decimal | None:
-    if isinstance(value, (int, Decimal)) and not isinstance(value, bool):
-        num = Decimal(value)
-    elif isinstance(value, (str, float)):
-        try:
-            num = Decimal(value.strip() if isinstance(value, str) else repr(value))
-        except InvalidOperation:
-            return None
-    else:
-        return None
-    return num if num.is_finite() else None
 
 
 # -- errors ---------------------------------------------------------------------------------------------------
@@ -437,19 +416,14 @@ def _syntax_message(exc: SqlglotError) -> str:
 
 
 def _one_line(text: str) -> str:
-    return re.sub(r"\x1b\[\d+m", "", text).splitlines()[0] if text.strip() else text
-
-
-class _Hush(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return False
+    return (re.sub(r"\x1b\[\d+m", "", text).strip().splitlines() or [""])[0]
 
 
 @contextmanager
 def _quiet_sqlglot() -> Iterator[None]:
     """sqlglot logs a warning when it falls back to `Command`; we raise a clean error instead."""
-    hush, log = _Hush(), logging.getLogger("sqlglot")
-    log.addFilter(hush)
+    log = logging.getLogger("sqlglot")
+    log.addFilter(hush := logging.Filter("\0"))  # matches no logger name, so drops every record
     try:
         yield
     finally:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,7 @@ from ducklake_cli.catalog.models import Snapshot
 from ducklake_cli.catalog.reader import MetadataReader
 from ducklake_cli.engine.plan import ScanPlan, plan_scan
 from ducklake_cli.engine.predicates import Predicate
-from ducklake_cli.errors import NotFoundError, UsageError
+from ducklake_cli.errors import NotFoundError, QueryError, UsageError
 from ducklake_cli.ops.results import Section, jsonable
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def _ref_snapshot(reader: MetadataReader, ref: TableRef, default: Snapshot) -> i
         try:
             when = dt.datetime.fromisoformat(ref.timestamp.strip().replace("Z", "+00:00"))
         except ValueError as exc:
-            raise UsageError(f"TIMESTAMP AS OF {ref.timestamp!r} is not a timestamp") from exc
+            raise QueryError(f"TIMESTAMP AS OF {ref.timestamp!r} is not a timestamp") from exc
         return reader.snapshot_at(when if when.tzinfo else when.replace(tzinfo=dt.UTC)).snapshot_id
     return default.snapshot_id
 
@@ -107,19 +108,20 @@ def _register(
     from ducklake_cli.engine.sql import parse_query, suggest, transpile_view
 
     if depth > MAX_VIEW_DEPTH:
-        raise UsageError("views nest too deeply (a view that refers to itself?)")
+        raise QueryError("views nest too deeply (a view that refers to itself?)")
     views: dict[TableRef, str] = {}
     out = SqlPlan(spark_sql="")
     for ref in parsed.table_refs():
         if ref in views:
             continue
         sid = _ref_snapshot(reader, ref, snapshot)
-        schema_name, _, name = ref.qualified.partition(".")
-        tables = {t.qualified_name: t for t in reader.tables(sid)}
+        # Spark and DuckDB resolve identifiers case-insensitively.
+        tables = {t.qualified_name.lower(): t for t in reader.tables(sid)}
         view_name = f"__ducklake_{next(_view_ids)}"
         views[ref] = view_name
-        if ref.qualified in tables:
-            plan = plan_scan(reader, table=tables[ref.qualified], snapshot_id=sid, data_path=lake.data_path(reader),
+        wanted = ref.qualified.lower()
+        if wanted in tables:
+            plan = plan_scan(reader, table=tables[wanted], snapshot_id=sid, data_path=lake.data_path(reader),
                              schemas=reader.schemas(sid), predicates=parsed.predicates_for(ref),
                              storage_options=lake.storage_options)
             out.scans.append(plan)
@@ -128,13 +130,16 @@ def _register(
 
                 scan(spark, plan, with_rowid=parsed.uses_rowid()).createOrReplaceTempView(view_name)
             continue
-        lake_views = {f"{v.schema_name}.{v.name}": v for v in reader.views(sid)}
-        view = lake_views.get(ref.qualified)
+        lake_views = {f"{v.schema_name}.{v.name}".lower(): v for v in reader.views(sid)}
+        view = lake_views.get(wanted)
         if view is None:
-            close = suggest(ref.qualified, [*tables, *lake_views])
+            known = [t.qualified_name for t in tables.values()]
+            known += [f"{v.schema_name}.{v.name}" for v in lake_views.values()]
+            close = suggest(ref.qualified, known)
             hint = f"did you mean {', '.join(close)}?" if close else "list tables with `ducklake inspect CATALOG`"
             raise NotFoundError(f"table {ref.qualified} does not exist at snapshot {sid}", hint=hint)
-        inner = _register(lake, reader, parse_query(transpile_view(view.sql or "")),
+        text = transpile_view(view.sql or "", schema=view.schema_name, view=f"{view.schema_name}.{view.name}")
+        inner = _register(lake, reader, parse_query(text),
                           snapshot=reader.snapshot(sid), spark=spark, depth=depth + 1)
         out.scans.extend(inner.scans)
         if spark is not None:
@@ -210,9 +215,17 @@ def run_query(
             column, count = probe.count_only
             return QueryResult(columns=(column,), rows=((count,),))
         spark = lake.spark()
-        plan = plan_sql(lake, r, query, snapshot=snap, spark=spark) if probe.count_only is None else probe
-    try:
+        with spark_errors():
+            plan = plan_sql(lake, r, query, snapshot=snap, spark=spark) if probe.count_only is None else probe
+    with spark_errors():
         return _execute(spark, plan, limit=limit, output=output, explain=explain)
+
+
+@contextmanager
+def spark_errors() -> Iterator[None]:
+    """Spark's own exceptions (analysis, parse, runtime) as our one-line `QueryError`."""
+    try:
+        yield
     except Exception as exc:
         from pyspark.errors import PySparkException
 

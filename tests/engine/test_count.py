@@ -1,0 +1,59 @@
+"""`SELECT count(*) FROM t` is answered from metadata: no JVM, no Spark job."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Spot, run_cli
+from tests.fixtures.lakes import build_lake
+from tests.fixtures.oracle import oracle_connect
+
+PROBE = """
+import sys
+from ducklake_cli.cli.app import main
+try:
+    main({args!r})
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print("SPARK" if any(m == "pyspark" or m.startswith("pyspark.") for m in sys.modules) else "NO_SPARK")
+"""
+
+
+def _many_files(spot: Spot, files: int) -> int:
+    """A table with `files` data files (one 11-row insert each, above the inlining limit); returns its count."""
+    con = oracle_connect()
+    try:
+        con.execute(spot.attach())
+        con.execute("CREATE TABLE lake.t (id BIGINT, v VARCHAR)")
+        for i in range(files):
+            con.execute(f"INSERT INTO lake.t SELECT {i} * 100 + range, 'x' FROM range(11)")
+        con.execute("DELETE FROM lake.t WHERE id % 7 = 0")
+        count = con.execute("SELECT count(*) FROM lake.t").fetchone()[0]  # type: ignore[index]
+        con.execute("DETACH lake")
+        return int(count)
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("spot", ["sqlite"], indirect=True)
+def test_count_of_1000_files_starts_no_spark(spot: Spot) -> None:
+    expected = _many_files(spot, 1000)
+    args = ["query", spot.catalog, "SELECT count(*) FROM t", "--format", "json"]
+    res = subprocess.run([sys.executable, "-c", PROBE.format(args=args)], capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.strip().splitlines()
+    assert lines[-1] == "NO_SPARK"
+    assert json.loads("\n".join(lines[:-1])) == [{"count(1)": expected}]
+
+
+@pytest.mark.parametrize("spot", ["sqlite"], indirect=True)
+def test_count_with_time_travel_and_alias(spot: Spot, tmp_path: Path) -> None:
+    ids = build_lake(spot.backend, spot.oracle_target, spot.data_path, "catalog_example")
+    res = run_cli("query", spot.catalog, f"SELECT COUNT(*) AS n FROM main.t VERSION AS OF {ids[2]}", "-f", "json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == [{"n": 1000}]
