@@ -31,7 +31,7 @@ _DUCKDB: dict[str, str] = {
 # What the stored type becomes for Spark (engine/types.py `spark_type` is the other half of this contract).
 _SPARK_COMPATIBLE: dict[str, str] = {
     "uint8": "SMALLINT", "uint16": "INTEGER", "uint32": "BIGINT", "uint64": "DECIMAL(20,0)",
-    "int128": "DECIMAL(38,0)", "uint128": "DECIMAL(38,0)", "time": "VARCHAR", "time_ns": "VARCHAR",
+    "int128": "VARCHAR", "uint128": "VARCHAR", "time": "VARCHAR", "time_ns": "VARCHAR",
     "timetz": "VARCHAR", "timestamp_s": "TIMESTAMP", "timestamp_ms": "TIMESTAMP", "timestamp_ns": "TIMESTAMP",
     "interval": "VARCHAR", "uuid": "VARCHAR",
 }

@@ -25,16 +25,16 @@ Value conversions (DuckLake type → value; see COMPATIBILITY.md):
   DuckDB's `CAST(ts_ns AS TIMESTAMP)` (so `1969-12-31 23:59:59.999999999` becomes `1970-01-01 00:00:00`).
 * timestamptz → Timestamp (UTC instants).
 * uint64 → Decimal(20,0).
-* int128 / uint128 → DuckDB writes them as DOUBLE; the value is the double's exact integral value as
-  Decimal(38,0) — what DuckDB returns when it reads the lake. A double beyond ±1e38 does not fit Decimal(38,0):
-  the read fails (DuckDB itself fails on ±2^127 and beyond, never returns a wrong value).
+* int128 / uint128 → exact decimal text (Decimal(38,0) cannot hold 128-bit values such as `md5_number`); DuckDB
+  writes them to Parquet as DOUBLE, and the text is that double's exact integral value, as DuckDB returns it.
 * variant → JSON text (compact, like DuckDB's `CAST(v AS JSON)`), rebuilt from the Parquet variant encoding
   including shredded `typed_value` columns; a top-level variant null is SQL NULL (as DuckDB's CAST to VARCHAR).
   Best effort: binary values render as text when valid UTF-8, else as base64.
 * geometry → the WKB bytes (BinaryType).
 * Everything else is cast with pyarrow to the Arrow form of its Spark type (older narrower types widen).
 
-The data-source classes below are pickled BY VALUE (see `_register`), and the executor-side code uses only the
+Spark's Python data sources get no column pruning: every table column of a file is decoded, whatever the query
+selects. The data-source classes below are pickled BY VALUE (see `_register`), and the executor-side code uses only the
 standard library, pyarrow, numpy, fsspec and pyspark, so executors need no `ducklake_cli` installed.
 """
 
@@ -67,7 +67,6 @@ _SNAPSHOT_ID_FIELD_ID = 2147483539
 _ROW_ID_COLUMN = "_ducklake_internal_row_id"
 _SNAPSHOT_ID_COLUMN = "_ducklake_internal_snapshot_id"
 _BATCH_ROWS = 65536
-_DECIMAL38_LIMIT = 1e38  # the largest double that fits Decimal(38,0) is float(1e38) itself
 
 
 # --------------------------------------------------------------------------------------------------
@@ -220,9 +219,10 @@ def read_file_batches(
 def _open(path: str, storage_options: Mapping[str, Any] | None) -> Any:
     import contextlib
 
-    if "://" not in path or path.startswith("file://"):
-        local = path[len("file://"):] if path.startswith("file://") else path
-        return contextlib.nullcontext(local)
+    if path.startswith("file:"):  # file:/p (Spark's form) and file:///p
+        path = "/" + path[len("file:"):].lstrip("/")
+    if "://" not in path:
+        return contextlib.nullcontext(path)
     import fsspec
 
     proto, rest = path.split("://", 1)
@@ -495,31 +495,49 @@ def _interval(arr: pa.Array, target: pa.DataType) -> pa.Array:
     return _from_strings(out, target)
 
 
-def _time_values(arr: pa.Array) -> tuple[list[int | None], int]:
-    """Integer time-of-day values and their decimal digits (6 = micros, 9 = nanos)."""
+def _clock_array(arr: pa.Array) -> pa.Array:
+    """Vectorised `_clock` over a time column: `HH:MM:SS[.fraction]` strings (NULLs kept)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     if pa.types.is_time64(arr.type) and arr.type.unit == "ns":
-        return arr.cast(pa.int64()).to_pylist(), 9
-    if pa.types.is_time(arr.type):
-        return arr.cast(pa.time64("us")).cast(pa.int64()).to_pylist(), 6
-    if pa.types.is_integer(arr.type):  # raw INT64 micros
-        return arr.cast(pa.int64()).to_pylist(), 6
-    raise TypeError(f"cannot read {arr.type} as a time")
+        values, unit, width = arr.cast(pa.int64()), 10**9, 9
+    elif pa.types.is_time(arr.type):
+        values, unit, width = arr.cast(pa.time64("us")).cast(pa.int64()), 10**6, 6
+    elif pa.types.is_integer(arr.type):  # raw INT64 micros
+        values, unit, width = arr.cast(pa.int64()), 10**6, 6
+    else:
+        raise TypeError(f"cannot read {arr.type} as a time")
+
+    def div(x: pa.Array, k: int) -> pa.Array:
+        return pc.divide(x, pa.scalar(k, pa.int64()))
+
+    def mod(x: pa.Array, k: int) -> pa.Array:
+        return pc.subtract(x, pc.multiply(div(x, k), pa.scalar(k, pa.int64())))
+
+    def pad(x: pa.Array, n: int) -> pa.Array:
+        return pc.utf8_lpad(x.cast(pa.string()), n, "0")
+
+    seconds, frac = div(values, unit), mod(values, unit)
+    clock = pc.binary_join_element_wise(pad(div(seconds, 3600), 2), pad(mod(div(seconds, 60), 60), 2),
+                                        pad(mod(seconds, 60), 2), ":")
+    fraction = pc.binary_join_element_wise(".", pc.utf8_rtrim(pad(frac, width), "0"), "")
+    fraction = pc.if_else(pc.equal(frac, pa.scalar(0, pa.int64())), "", fraction)
+    return pc.binary_join_element_wise(clock, fraction, "")
 
 
 def _time(arr: pa.Array, target: pa.DataType) -> pa.Array:
     if _is_text(arr):
         return _cast(arr, target)
-    values, digits = _time_values(arr)
-    return _from_strings([None if v is None else _clock(v, digits) for v in values], target)
+    return _cast(_clock_array(arr), target)
 
 
 def _timetz(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    import pyarrow.compute as pc
+
     if _is_text(arr):
         return _cast(arr, target)
-    values, digits = _time_values(arr)
-    return _from_strings([None if v is None else _clock(v, digits) + "+00" for v in values], target)
+    return _cast(pc.binary_join_element_wise(_clock_array(arr), "+00", ""), target)
 
 
 def _is_text(arr: pa.Array) -> bool:
@@ -530,21 +548,15 @@ def _is_text(arr: pa.Array) -> bool:
 
 
 def _hugeint(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    """HUGEINT/UHUGEINT as exact decimal text (no Spark type holds 128-bit integers); DuckDB stores them in
+    Parquet as DOUBLE, and reads back the double's integral value."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    if not pa.types.is_floating(arr.type):
-        return _cast(arr, target)
-    doubles = arr.cast(pa.float64())
-    valid = pc.drop_null(doubles)
-    if len(valid):
-        finite = pc.all(pc.is_finite(valid)).as_py()
-        biggest = pc.max(pc.abs(valid)).as_py()
-        if not finite or biggest > _DECIMAL38_LIMIT:
-            bad = next(v for v in valid.to_pylist() if not (abs(v) <= _DECIMAL38_LIMIT))
-            raise ValueError(f"value {bad!r} does not fit DECIMAL(38,0)")
-    values = [None if v is None else Decimal(round(v)) for v in doubles.to_pylist()]
-    return pa.array(values, type=target)
+    if pa.types.is_floating(arr.type):
+        values = [None if v is None else str(int(v)) for v in arr.cast(pa.float64()).to_pylist()]
+    else:
+        values = [None if v is None else str(int(v)) for v in arr.to_pylist()]
+    return pa.array(values, type=pa.string())
 
 
 def _binary(arr: pa.Array, target: pa.DataType) -> pa.Array:
@@ -571,7 +583,7 @@ _SPECIAL: dict[str, Any] = {
 # --------------------------------------------------------------------------------------------------
 # VARIANT (Parquet variant encoding, optionally shredded) → JSON text.
 
-_MISSING = object()
+_MISSING: Any = Ellipsis  # "no value" marker; a builtin singleton keeps its identity through by-value pickling
 
 
 def _convert_variant(arr: pa.Array, target: pa.DataType) -> pa.Array:

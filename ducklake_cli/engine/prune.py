@@ -13,7 +13,8 @@ Facts checked against DuckDB 1.5.5 (tests/engine/test_prune.py):
   and of an infinite date/timestamp they are NULL, so only identity/bucket NULL keys mean "all NULL".
 * bucket hashes: signed ints, bool, date (days), timestamps (in their own unit), decimal(P<=18) (unscaled) as
   int64 LE; unsigned ints and decimal(P>18) as their text; floats as double bits (-0.0 as 0.0); strings as UTF-8.
-  TIMESTAMP_NS buckets are not used: a reader at microsecond precision may match rows of other buckets.
+  Promotions keep old files' keys (uint→int changes the encoding; timestamp→timestamptz the value), and
+  TIMESTAMP_NS buckets are not used (a reader at microsecond precision may match rows of other buckets).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import math
 import re
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -48,13 +49,16 @@ class Candidate:
     """A data file to prune: its stats by column id (missing = unknown) and partition key values.
 
     `partition_values` maps partition_key_index → stored text (None = NULL key); `partition_fields` is the spec
-    of the file's own `partition_id` (the one in force when it was written).
+    of the file's own `partition_id` (the one in force when it was written). Optional `written_types`: column_id →
+    the column's type when the file was written (the `ducklake_column` version live at its begin_snapshot); it
+    only sharpens bucket pruning after type promotions — without it every allowed promotion is assumed possible.
     """
 
     data_file_id: int
     stats: Mapping[int, FileStats]
     partition_values: Mapping[int, str | None]
     partition_fields: tuple[PartitionField, ...]
+    written_types: Mapping[int, str] = field(default_factory=dict)
 
 
 _SIGNED = frozenset({"int8", "int16", "int32", "int64"})
@@ -141,8 +145,27 @@ def _exact_int(v: Any) -> int | None:
     return None
 
 
+def _hash_inputs(value: Any, col_type: str, written: str | None) -> list[bytes] | None:
+    """DuckDB's murmur3 inputs a row equal to `value` may have been hashed from, or None when unknown.
+
+    `written` is the type the file was written with (None = unknown). Promotions keep old files' keys: uint→signed
+    int changes the encoding (text → int64); timestamp→timestamptz hashed the old wall-clock value (unknowable).
+    """
+    if written is None and col_type in _SIGNED:  # maybe written as uint: either encoding
+        i = _exact_int(value)
+        signed, text = _hash_bytes(value, "int64"), _hash_bytes(value, "uint64")
+        return None if i is None else [d for d in (signed, text) if d is not None]
+    if written is not None and written != col_type:
+        if written in _UNSIGNED or written in _SIGNED and col_type in _SIGNED or written == "float32":
+            col_type = written if written in _UNSIGNED else col_type
+        else:
+            return None
+    data = _hash_bytes(value, col_type)
+    return None if data is None else [data]
+
+
 def _hash_bytes(value: Any, col_type: str) -> bytes | None:
-    """DuckDB's murmur3 input for a column value, or None if unsupported / no column value can equal it."""
+    """DuckDB's murmur3 input for a value of a column of this type, or None if unsupported / no value can equal it."""
     if col_type in _SIGNED or col_type == "boolean":
         i = _exact_int(value)
         return struct.pack("<q", i) if i is not None and -(1 << 63) <= i < 1 << 63 else None
@@ -368,17 +391,18 @@ def _calendar_part(ns: int, transform: str) -> int:
     return {"year": day.year, "month": day.month, "day": day.day, "hour": rem // _HOUR}[transform]
 
 
-def _key_allows(field: PartitionField, stored: str, col_type: str, value: Any) -> bool:
+def _key_allows(pf: PartitionField, stored: str, col_type: str, value: Any, written: str | None) -> bool:
     """Whether a row equal to `value` could carry partition key text `stored` (True when unsure)."""
-    t = field.transform
+    t = pf.transform
     if t in _CALENDAR and col_type in _UNIT and col_type != "timestamptz" and _INT.fullmatch(stored.strip()):
         if t == "hour" and col_type == "date" or not isinstance(value, int):
             return True
         return _calendar_part(value, t) == int(stored)
     m = _BUCKET.fullmatch(t)
     if m and int(m.group(1)) > 0 and _INT.fullmatch(stored.strip()):
-        data = _hash_bytes(value, col_type)
-        return data is None or (murmur3_32(data) & 0x7FFFFFFF) % int(m.group(1)) == int(stored)
+        inputs = _hash_inputs(value, col_type, written)
+        n = int(m.group(1))
+        return inputs is None or any((murmur3_32(d) & 0x7FFFFFFF) % n == int(stored) for d in inputs)
     return True
 
 
@@ -391,16 +415,16 @@ def _spans(stats: FileStats | None, keys: list[tuple[PartitionField, str | None]
         if lo is not None or hi is not None:
             out.append(_Span(lo, hi, prefix=kind == "str"))
     calendar: dict[str, int] = {}
-    for field, stored in keys:
+    for pf, stored in keys:
         if stored is None:
             continue
-        if field.transform == "identity":
+        if pf.transform == "identity":
             lo, hi = _bound(stored, col_type, kind, False), _bound(stored, col_type, kind, True)
             if lo is not None or hi is not None:
                 out.append(_Span(lo, hi))
-        elif field.transform in _CALENDAR and kind == "ts" and col_type != "timestamptz" \
+        elif pf.transform in _CALENDAR and kind == "ts" and col_type != "timestamptz" \
                 and _INT.fullmatch(stored.strip()):
-            calendar[field.transform] = int(stored)
+            calendar[pf.transform] = int(stored)
     span = _calendar_span(calendar, col_type)
     return out + ([span] if span else [])
 
@@ -458,10 +482,16 @@ def _may_match(c: Candidate, pred: Predicate, col: ColumnInfo) -> bool:
         return True
     readings = [a for a in alts if a is not None]
     spans = _spans(stats, keys, col_type, kind)
+    written = c.written_types.get(col.column_id)
+    if written is None and col_type == "timestamptz" and stats is not None and any(
+            _bound(t, col_type, kind, False) is not None for t in (stats.min_value, stats.max_value)):
+        written = col_type  # stats with a zone: written as TIMESTAMPTZ, not promoted from TIMESTAMP
+    if written is None and col_type == "timestamptz":
+        written = "timestamp"  # maybe promoted: its bucket keys hashed a wall-clock value
     if op in ("=", "in"):
         return any(
             all(s.allows("=", v, relaxed) for s in spans)
-            and (relaxed or all(_key_allows(f, k, col_type, v) for f, k in keys if k is not None))
+            and (relaxed or all(_key_allows(f, k, col_type, v, written) for f, k in keys if k is not None))
             for reading in readings for v, relaxed in reading
         )
     if op == "between":

@@ -221,7 +221,8 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False) -> Da
         if any(needs_fallback(c) for c in columns):
             from ducklake_cli.engine.fallback import read_files
 
-            raw = read_files(spark, [(f.path, uri_basename(f.path)) for f in plain], columns)
+            raw = read_files(spark, [(f.path, uri_basename(f.path)) for f in plain], columns,
+                             storage_options=plan.storage_options)
             raw_parts.append(raw.withColumnRenamed("__file", "__key"))
         else:
             raw_parts.append(_read_native(spark, plain, columns))

@@ -32,7 +32,7 @@ DUCKDB_TYPES: dict[str, str] = {
 # Types Spark's Parquet reader cannot read as DuckDB wrote them; files holding them go through the fallback
 # reader (engine/fallback.py), which returns the Spark type given by `spark_type`.
 FALLBACK_TYPES = frozenset({"uuid", "interval", "timetz", "timestamp_ns", "time", "time_ns", "int128", "uint128",
-                            "uint64", "variant", "geometry", "timestamp_ms", "timestamp_s"})
+                            "variant"})
 
 
 def duckdb_type(col: ColumnInfo) -> str:
@@ -79,11 +79,9 @@ def spark_type(col: ColumnInfo) -> DataType:
         "time": T.StringType, "time_ns": T.StringType, "timetz": T.StringType, "variant": T.StringType,
         "geometry": T.BinaryType, "unknown": T.StringType,
     }
-    if t in ("uint64", "int128"):
-        return T.DecimalType(38, 0) if t == "int128" else T.DecimalType(20, 0)
-    if t == "uint128":
-        return T.DecimalType(38, 0)
-    return simple.get(t, T.StringType)()
+    if t == "uint64":
+        return T.DecimalType(20, 0)
+    return simple.get(t, T.StringType)()  # int128/uint128: exact decimal text (no 128-bit Spark type)
 
 
 def spark_field(col: ColumnInfo) -> StructField:
