@@ -217,7 +217,9 @@ def run_query(
         spark = lake.spark()
         with spark_errors():
             plan = plan_sql(lake, r, query, snapshot=snap, spark=spark) if probe.count_only is None else probe
-    with spark_errors():
+    from ducklake_cli.engine.progress import spark_progress
+
+    with spark_errors(), spark_progress(spark):
         return _execute(spark, plan, limit=limit, output=output, explain=explain)
 
 
