@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Protocol
 
 
@@ -38,6 +39,12 @@ def jsonable(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, tuple) and hasattr(value, "asDict"):  # a Spark Row (struct): an object, not a list
+        return {str(k): jsonable(v) for k, v in value.asDict().items()}
+    if isinstance(value, bytes | bytearray):
+        return value.hex()
+    if isinstance(value, Decimal):
+        return str(value)
     if isinstance(value, list | tuple):
         return [jsonable(v) for v in value]
     return value
