@@ -223,6 +223,12 @@ class PostgresBackend(Backend):
         """bytea (varchar, json, blob) as raw bytes; everything else as PostgreSQL text."""
         if ducklake_type in ("varchar", "json", "blob"):
             return quoted_column
+        if ducklake_type == "interval":
+            # PostgreSQL renders intervals as `-1 years +2 days …`, which DuckDB cannot parse: spell out parts.
+            c = quoted_column
+            return (f"CASE WHEN {c} IS NULL THEN NULL ELSE concat(extract(year from {c})::bigint, ' years ', "
+                    f"extract(month from {c})::bigint, ' months ', extract(day from {c})::bigint, ' days ', "
+                    f"extract(epoch from ({c} - date_trunc('day', {c}))), ' seconds') END")
         return f"CAST({quoted_column} AS TEXT)"
 
     def list_tables(self, conn: Connection) -> set[str]:

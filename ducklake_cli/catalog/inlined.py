@@ -101,6 +101,6 @@ def decode_inlined(rows: Sequence[tuple[Any, ...]], columns: Sequence[ColumnInfo
     try:
         con.execute("SET TimeZone = 'UTC'")
         con.register("source", source)
-        return con.execute(f"SELECT {', '.join(selects)} FROM source").fetch_arrow_table()
+        return con.execute(f"SELECT {', '.join(selects)} FROM source").to_arrow_table()
     finally:
         con.close()

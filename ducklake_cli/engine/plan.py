@@ -63,6 +63,8 @@ class ScanPlan:
     # Columns with an initial default: data file id → the column ids that file physically lacks.
     missing_columns: Mapping[int, frozenset[int]] = field(default_factory=dict)
     storage_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    # Initial defaults decoded with DuckDB's casts (DuckDB text like `\xAA` for a BLOB), by column id.
+    defaults: Mapping[int, object] = field(default_factory=dict)
 
     @property
     def columns(self) -> tuple[ColumnInfo, ...]:
@@ -108,8 +110,18 @@ def plan_scan(
         table=table, snapshot_id=snapshot_id, files=tuple(sources), pruned_file_ids=tuple(pruned_ids),
         inlined=tuple(_inlined_sources(reader, table, snapshot_id)), name_mappings=mappings,
         missing_columns=_missing_columns(table, sources, storage_options or {}),
-        storage_options=dict(storage_options or {}),
+        storage_options=dict(storage_options or {}), defaults=_defaults(table),
     )
+
+
+def _defaults(table: TableInfo) -> dict[int, object]:
+    from ducklake_cli.catalog.inlined import decode_inlined
+
+    cols = [c for c in table.column_by_id().values() if c.initial_default is not None and not c.children]
+    if not cols:
+        return {}
+    decoded = decode_inlined([(0, *[c.initial_default for c in cols])], cols).to_pylist()[0]
+    return {c.column_id: decoded[f"c{c.column_id}"] for c in cols}
 
 
 def _prune(

@@ -7,10 +7,9 @@ driver.
 
 from __future__ import annotations
 
-import posixpath
-from collections.abc import Sequence
+import string
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
-from urllib.parse import quote
 
 from ducklake_cli.catalog.models import ColumnInfo, NameMapping
 from ducklake_cli.engine.plan import FileSource, ScanPlan
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
 ROWID = "rowid"
 DELETE_FILE_PATH_ID = 2147483646
 DELETE_POS_ID = 2147483645
-_URI_SAFE = "/:@!$&'()*+,;=-._~"
+_URI_PATH_CHARS = frozenset(string.ascii_letters + string.digits + "-_.!~*'()" + ":@&=+$," + ";/")
 
 
 def spark_path(path: str) -> str:
@@ -39,13 +38,25 @@ def spark_path(path: str) -> str:
     return "s3a://" + path[len("s3://"):] if path.startswith("s3://") else path
 
 
-def uri_basename(path: str) -> str:
-    """The last path segment as it appears in Spark's `_metadata.file_path` (a URI, so percent-encoded)."""
-    return quote(posixpath.basename(path), safe=_URI_SAFE)
+def file_key(path: str) -> str:
+    """A file's path as Spark's `_metadata.file_path` spells it, without scheme and authority: illegal URI
+    characters, `%` included, percent-encoded (as Hadoop's Path→URI does); non-ASCII kept."""
+    if "://" in path:
+        rest = path.split("://", 1)[1]
+        path = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+    return "".join(ch if ch in _URI_PATH_CHARS or ord(ch) > 127 else f"%{ord(ch):02X}" for ch in path)
+
+
+def _spark_key(column: Column) -> Column:
+    """The same key computed from `_metadata.file_path` on the executors."""
+    from pyspark.sql import functions as F
+
+    return F.regexp_replace(column, r"^[A-Za-z][A-Za-z0-9+.-]*:(//[^/]*)?", "")
 
 
 def _col_name(column_id: int) -> str:
-    return f"c{column_id}"
+    # Internal names: user columns may be called c1, c2, … (read schema fields must not collide with them).
+    return f"__ducklake_c{column_id}"
 
 
 def _data_schema(columns: Sequence[ColumnInfo]) -> object:
@@ -63,13 +74,13 @@ def _read_native(spark: SparkSession, files: Sequence[FileSource], columns: Sequ
     df = spark.read.schema(_data_schema(columns)).parquet(*[spark_path(f.path) for f in files])  # type: ignore[arg-type]
     return df.select(
         *[_col_name(c.column_id) for c in columns], ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN,
-        F.regexp_extract(F.col("_metadata.file_path"), r"[^/]*$", 0).alias("__key"),
-        F.col("_metadata.row_index").alias("__pos"),
+        _spark_key(F.col("_metadata.file_path")).alias("__key"), F.col("_metadata.row_index").alias("__pos"),
     )
 
 
 def _read_mapped(
-    spark: SparkSession, files: Sequence[FileSource], columns: Sequence[ColumnInfo], mapping: Sequence[NameMapping]
+    spark: SparkSession, files: Sequence[FileSource], columns: Sequence[ColumnInfo], mapping: Sequence[NameMapping],
+    defaults: Mapping[int, object],
 ) -> DataFrame:
     """Files registered with a name mapping (no field ids): read by source name, renamed to column ids."""
     from pyspark.sql import functions as F
@@ -87,7 +98,7 @@ def _read_mapped(
     for c in columns:
         m = by_target.get(c.column_id)
         if m is None:
-            selects.append(_default(c).alias(_col_name(c.column_id)))
+            selects.append(_default(c, defaults).alias(_col_name(c.column_id)))
         elif m.is_partition:
             # Hive partition value from the `name=value` path segment; __HIVE_DEFAULT_PARTITION__ is NULL.
             raw = F.url_decode(F.regexp_extract(path, f"/{m.source_name}=([^/]*)/", 1))
@@ -97,16 +108,18 @@ def _read_mapped(
             selects.append(F.col(f"`{m.source_name}`").alias(_col_name(c.column_id)))
     return df.select(
         *selects, F.lit(None).cast("bigint").alias(ROW_ID_COLUMN), F.lit(None).cast("bigint").alias(SNAPSHOT_ID_COLUMN),
-        F.regexp_extract(path, r"[^/]*$", 0).alias("__key"), F.col("_metadata.row_index").alias("__pos"),
+        _spark_key(path).alias("__key"), F.col("_metadata.row_index").alias("__pos"),
     )
 
 
-def _default(col: ColumnInfo) -> Column:
-    """A column's initial default (what files written before it existed read as), typed."""
+def _default(col: ColumnInfo, defaults: Mapping[int, object] | None = None) -> Column:
+    """A column's initial default (what rows written before it existed read as), typed."""
     from pyspark.sql import functions as F
 
     if col.initial_default is None:
         return F.lit(None).cast(spark_type(col))
+    if defaults is not None and col.column_id in defaults:
+        return F.lit(defaults[col.column_id]).cast(spark_type(col))
     return F.lit(col.initial_default).cast(spark_type(col))
 
 
@@ -141,12 +154,12 @@ def _deletes(spark: SparkSession, plan: ScanPlan, keys: dict[int, str]) -> DataF
             T.StructField("snap", T.LongType(), True, {FIELD_ID_KEY: SNAPSHOT_ID_FIELD_ID}),
         ])
         info = spark.createDataFrame(
-            [(uri_basename(f.delete.path), f.data_file_id) for f in parquet if f.delete is not None],
+            [(file_key(f.delete.path), f.data_file_id) for f in parquet if f.delete is not None],
             "__dkey string, __file_id bigint",
         )
         raw = spark.read.schema(schema).parquet(*[spark_path(f.delete.path) for f in parquet if f.delete])
         keyed = raw.select(
-            F.regexp_extract(F.col("_metadata.file_path"), r"[^/]*$", 0).alias("__dkey"), F.col("pos"), F.col("snap")
+            _spark_key(F.col("_metadata.file_path")).alias("__dkey"), F.col("pos"), F.col("snap")
         ).where(F.col("snap").isNull() | (F.col("snap") <= F.lit(plan.snapshot_id)))
         parts.append(keyed.join(F.broadcast(info), "__dkey").select("__file_id", F.col("pos").alias("__pos")))
     local = [(f.data_file_id, pos) for f in plan.files for pos in f.inlined_deletes]
@@ -196,8 +209,9 @@ def _inlined(spark: SparkSession, plan: ScanPlan) -> list[DataFrame]:
         df = spark.createDataFrame(src.rows)
         prior = {c.column_id: c for c in src.columns}
         out.append(df.select(
-            *[conform(F.col(_col_name(c.column_id)), prior[c.column_id], c).alias(_col_name(c.column_id))
-              if c.column_id in prior else _default(c).alias(_col_name(c.column_id)) for c in plan.columns],
+            *[conform(F.col(f"c{c.column_id}"), prior[c.column_id], c).alias(_col_name(c.column_id))
+              if c.column_id in prior else _default(c, plan.defaults).alias(_col_name(c.column_id))
+              for c in plan.columns],
             F.col("row_id").cast("bigint").alias("__rowid"),
         ))
     return out
@@ -221,21 +235,22 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False) -> Da
         if any(needs_fallback(c) for c in columns):
             from ducklake_cli.engine.fallback import read_files
 
-            raw = read_files(spark, [(f.path, uri_basename(f.path)) for f in plain], columns,
+            raw = read_files(spark, [(f.path, file_key(f.path)) for f in plain], columns,
                              storage_options=plan.storage_options)
-            raw_parts.append(raw.withColumnRenamed("__file", "__key"))
+            raw_parts.append(raw.select(
+                *[F.col(f"c{c.column_id}").alias(_col_name(c.column_id)) for c in columns],
+                ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN, F.col("__file").alias("__key"), "__pos",
+            ))
         else:
             raw_parts.append(_read_native(spark, plain, columns))
     for mapping_id, files in by_mapping.items():
-        raw_parts.append(_read_mapped(spark, files, columns, plan.name_mappings.get(mapping_id, ())))
+        raw_parts.append(_read_mapped(spark, files, columns, plan.name_mappings.get(mapping_id, ()), plan.defaults))
 
     if raw_parts:
         data = raw_parts[0]
         for p in raw_parts[1:]:
             data = data.unionByName(p)
-        keyed = {uri_basename(f.path): f for f in plan.files}
-        if len(keyed) != len(plan.files):
-            raise ValueError(f"table {plan.table.qualified_name}: two data files share a file name")
+        keyed = {file_key(f.path): f for f in plan.files}
         data = data.join(F.broadcast(_file_info(spark, plan, keyed)), "__key")
         if any(f.needs_snapshot_filter for f in plan.files):
             data = data.where(~F.col("__snap_filter") | (F.col(SNAPSHOT_ID_COLUMN) <= F.lit(plan.snapshot_id)))
@@ -247,7 +262,7 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False) -> Da
         for c in columns:
             value = F.col(_col_name(c.column_id))
             if c.column_id in missing:
-                value = F.when(F.col(f"__missing_{c.column_id}"), _default(c)).otherwise(value)
+                value = F.when(F.col(f"__missing_{c.column_id}"), _default(c, plan.defaults)).otherwise(value)
             selects.append(value.alias(_col_name(c.column_id)))
         rowid = F.coalesce(F.col(ROW_ID_COLUMN), F.col("__row_id_start") + F.col("__pos"))
         parts.append(data.select(*selects, rowid.alias("__rowid")))
