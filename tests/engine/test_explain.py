@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
+import ducklake_cli
+from ducklake_cli.ops.query import run_query
 from tests.conftest import Spot, run_cli
 from tests.fixtures.oracle import oracle_connect
 
@@ -29,15 +32,15 @@ def _build(spot: Spot) -> None:
 
 
 def _explain(spot: Spot, sql: str) -> dict[str, object]:
-    res = run_cli("query", spot.catalog, sql, "--explain", "--format", "json")
-    assert res.returncode == 0, res.stderr
-    scans = json.loads(res.stdout)["scans"]
-    assert len(scans) == 1
-    return scans[0]  # type: ignore[no-any-return]
+    """In-process (the session's one JVM); the CLI path is exercised once below."""
+    with ducklake_cli.connect(spot.catalog, read_only=True) as lake:
+        result = run_query(lake, sql, explain=True)
+    assert result.explain is not None and len(result.explain.scans) == 1
+    return result.explain.scans[0]
 
 
 @pytest.mark.parametrize("spot", ["sqlite"], indirect=True)
-def test_partition_and_stats_pruning(spot: Spot) -> None:
+def test_partition_and_stats_pruning(spot: Spot, spark: Any) -> None:
     _build(spot)
     everything = _explain(spot, "SELECT * FROM events")
     assert (everything["files_kept"], everything["files_pruned"]) == (100, 0)
@@ -51,6 +54,9 @@ def test_partition_and_stats_pruning(spot: Spot) -> None:
     assert either["files_kept"] == 20
 
     res = run_cli("query", spot.catalog, "SELECT count(*) AS n, min(id) FROM ordered WHERE id BETWEEN 250 AND 449",
-                  "--format", "json")
+                  "--explain", "--format", "json")
     assert res.returncode == 0, res.stderr
-    assert json.loads(res.stdout) == [{"n": 200, "min(id)": 250}]
+    assert [(s["files_kept"], s["files_pruned"]) for s in json.loads(res.stdout)["scans"]] == [(3, 17)]
+    with ducklake_cli.connect(spot.catalog, read_only=True) as lake:
+        rows = run_query(lake, "SELECT count(*) AS n, min(id) FROM ordered WHERE id BETWEEN 250 AND 449").rows
+    assert rows == ((200, 250),)
