@@ -156,6 +156,10 @@ def parse_query(sql: str) -> ParsedQuery:
         raise QueryError(f"query only reads; use `ducklake write` to change tables (got {verb})")
     if isinstance(tree, exp.Describe) and (tree.args.get("kind") or not isinstance(tree.this, exp.Table)):
         raise QueryError("only DESCRIBE of a table is supported")
+    if isinstance(tree, (exp.Alias, exp.Column, exp.Identifier, exp.Literal)):
+        # e.g. `SELEC x FROM t` parses as an aliased expression: to the user that is a syntax error.
+        start = sql.strip().split(None, 1)[0] if sql.strip() else ""
+        raise QueryError(f"SQL syntax error near {start!r}: expected a SELECT, WITH, VALUES or DESCRIBE query")
     if not isinstance(tree, (exp.Query, exp.Values, exp.Describe)):
         raise QueryError(f"{tree.key.upper()} is not supported; write a SELECT, WITH, VALUES or DESCRIBE query")
     for node in _table_nodes(tree):
