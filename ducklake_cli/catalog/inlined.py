@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 
-_DUCKDB: dict[str, str] = {
+DUCKDB_TYPES: dict[str, str] = {
     "boolean": "BOOLEAN", "int8": "TINYINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT",
     "uint8": "UTINYINT", "uint16": "USMALLINT", "uint32": "UINTEGER", "uint64": "UBIGINT", "int128": "HUGEINT",
     "uint128": "UHUGEINT", "float32": "FLOAT", "float64": "DOUBLE", "date": "DATE", "time": "TIME",
@@ -41,27 +41,27 @@ def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def stored_type(col: ColumnInfo) -> str:
-    """The column's DuckDB type."""
+def _duckdb_type(col: ColumnInfo, overrides: dict[str, str]) -> str:
     if col.type == "struct":
-        return "STRUCT(" + ", ".join(f"{_ident(c.name)} {stored_type(c)}" for c in col.children) + ")"
+        return "STRUCT(" + ", ".join(f"{_ident(c.name)} {_duckdb_type(c, overrides)}" for c in col.children) + ")"
     if col.type == "list":
-        return f"{stored_type(col.children[0])}[]"
+        return f"{_duckdb_type(col.children[0], overrides)}[]"
     if col.type == "map":
-        return f"MAP({stored_type(col.children[0])}, {stored_type(col.children[1])})"
+        return f"MAP({_duckdb_type(col.children[0], overrides)}, {_duckdb_type(col.children[1], overrides)})"
+    if col.type in overrides:
+        return overrides[col.type]
     m = _DECIMAL.fullmatch(col.type)
-    return f"DECIMAL({m.group(1)},{m.group(2)})" if m else _DUCKDB.get(col.type, "VARCHAR")
+    return f"DECIMAL({m.group(1)},{m.group(2)})" if m else DUCKDB_TYPES.get(col.type, "VARCHAR")
+
+
+def stored_type(col: ColumnInfo) -> str:
+    """The column's DuckDB type, e.g. `STRUCT("a" INTEGER, "b" VARCHAR[])`."""
+    return _duckdb_type(col, {})
 
 
 def spark_compatible_type(col: ColumnInfo) -> str:
     """The DuckDB type whose Arrow form Spark accepts as `spark_type(col)`."""
-    if col.type == "struct":
-        return "STRUCT(" + ", ".join(f"{_ident(c.name)} {spark_compatible_type(c)}" for c in col.children) + ")"
-    if col.type == "list":
-        return f"{spark_compatible_type(col.children[0])}[]"
-    if col.type == "map":
-        return f"MAP({spark_compatible_type(col.children[0])}, {spark_compatible_type(col.children[1])})"
-    return _SPARK_COMPATIBLE.get(col.type) or stored_type(col)
+    return _duckdb_type(col, _SPARK_COMPATIBLE)
 
 
 def to_duckdb_text(value: Any, ducklake_type: str) -> str | None:

@@ -18,36 +18,10 @@ SNAPSHOT_ID_COLUMN = "_ducklake_internal_snapshot_id"
 
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 
-# DuckLake primitive → DuckDB type name (used to decode inlined values with DuckDB's own casts).
-DUCKDB_TYPES: dict[str, str] = {
-    "boolean": "BOOLEAN", "int8": "TINYINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT",
-    "uint8": "UTINYINT", "uint16": "USMALLINT", "uint32": "UINTEGER", "uint64": "UBIGINT",
-    "int128": "HUGEINT", "uint128": "UHUGEINT", "float32": "FLOAT", "float64": "DOUBLE",
-    "date": "DATE", "time": "TIME", "time_ns": "TIME_NS", "timetz": "TIMETZ", "timestamp": "TIMESTAMP",
-    "timestamp_us": "TIMESTAMP", "timestamptz": "TIMESTAMPTZ", "timestamp_s": "TIMESTAMP_S",
-    "timestamp_ms": "TIMESTAMP_MS", "timestamp_ns": "TIMESTAMP_NS", "interval": "INTERVAL", "varchar": "VARCHAR",
-    "json": "JSON", "blob": "BLOB", "uuid": "UUID", "geometry": "BLOB", "variant": "VARCHAR", "unknown": "VARCHAR",
-}
-
 # Types Spark's Parquet reader cannot read as DuckDB wrote them; files holding them go through the fallback
 # reader (engine/fallback.py), which returns the Spark type given by `spark_type`.
 FALLBACK_TYPES = frozenset({"uuid", "interval", "timetz", "timestamp_ns", "time", "time_ns", "int128", "uint128",
                             "variant"})
-
-
-def duckdb_type(col: ColumnInfo) -> str:
-    """The DuckDB type of a (possibly nested) column, e.g. `STRUCT("a" INTEGER, "b" VARCHAR[])`."""
-    if col.type == "struct":
-        inner = ", ".join(f'"{c.name.replace(chr(34), chr(34) * 2)}" {duckdb_type(c)}' for c in col.children)
-        return f"STRUCT({inner})"
-    if col.type == "list":
-        return f"{duckdb_type(col.children[0])}[]"
-    if col.type == "map":
-        return f"MAP({duckdb_type(col.children[0])}, {duckdb_type(col.children[1])})"
-    m = _DECIMAL.fullmatch(col.type)
-    if m:
-        return f"DECIMAL({m.group(1)},{m.group(2)})"
-    return DUCKDB_TYPES.get(col.type, "VARCHAR")
 
 
 def needs_fallback(col: ColumnInfo) -> bool:

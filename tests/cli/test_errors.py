@@ -47,16 +47,9 @@ def test_unreachable_server() -> None:
     assert "hunter2" not in res.stderr + res.stdout
 
 
-def test_wrong_password(pg_url: str) -> None:
-    parts = urlsplit(pg_url)
-    bad = parts._replace(netloc=f"lake:wrong-Secret-9@{parts.hostname}:{parts.port}").geturl()
-    res = run_cli("inspect", bad)
-    _assert_one_line_error(res, "refused the credentials")
-    assert "wrong-Secret-9" not in res.stderr + res.stdout
-
-
-def test_wrong_password_mysql(mysql_url: str) -> None:
-    parts = urlsplit(mysql_url)
+@pytest.mark.parametrize("server", ["pg_url", "mysql_url"])
+def test_wrong_password(server: str, request: pytest.FixtureRequest) -> None:
+    parts = urlsplit(request.getfixturevalue(server))
     bad = parts._replace(netloc=f"lake:wrong-Secret-9@{parts.hostname}:{parts.port}").geturl()
     res = run_cli("inspect", bad)
     _assert_one_line_error(res, "refused the credentials")

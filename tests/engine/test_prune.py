@@ -20,10 +20,10 @@ import duckdb
 import pytest
 
 import ducklake_cli
+from ducklake_cli.catalog.inlined import stored_type as duckdb_type
 from ducklake_cli.catalog.models import ColumnInfo, PartitionField
 from ducklake_cli.engine.predicates import Op, Predicate
 from ducklake_cli.engine.prune import Candidate, FileStats, keep_file, murmur3_32, prune
-from ducklake_cli.engine.types import duckdb_type
 from ducklake_cli.storage.paths import file_path, table_dir
 from tests.fixtures.lakes import build_lake
 from tests.fixtures.oracle import attach_clause, oracle_connect, sql_str
