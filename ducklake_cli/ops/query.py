@@ -68,6 +68,8 @@ class SqlPlan:
     spark_sql: str
     scans: list[ScanPlan] = field(default_factory=list)
     count_only: tuple[str, int] | None = None  # (column name, count) when answered from metadata
+    # Temp views to register before running `spark_sql`: a table scan (with rowid?) or a lake view's own plan.
+    views: list[tuple[str, ScanPlan | SqlPlan, bool]] = field(default_factory=list)
 
 
 def _ref_snapshot(reader: MetadataReader, ref: TableRef, default: Snapshot) -> int:
@@ -82,15 +84,12 @@ def _ref_snapshot(reader: MetadataReader, ref: TableRef, default: Snapshot) -> i
     return default.snapshot_id
 
 
-def plan_sql(
-    lake: Lake, reader: MetadataReader, query: str, *, snapshot: Snapshot, spark: SparkSession | None,
-    depth: int = 0,
-) -> SqlPlan:
-    """Resolve every table and view a statement reads; register scans as temp views (when `spark` is given)."""
+def plan_sql(lake: Lake, reader: MetadataReader, query: str, *, snapshot: Snapshot) -> SqlPlan:
+    """Resolve every table and view a statement reads, from metadata alone (`register_views` runs it on Spark)."""
     from ducklake_cli.engine.sql import parse_query
 
     parsed = parse_query(query)
-    if depth == 0 and (count_ref := parsed.plain_count()) is not None:
+    if (count_ref := parsed.plain_count()) is not None:
         sid = _ref_snapshot(reader, count_ref, snapshot)
         table = reader.find_table(sid, count_ref.qualified)
         from ducklake_cli.ops.counts import table_counts
@@ -98,13 +97,10 @@ def plan_sql(
         counts = table_counts(reader, snapshot_id=sid, data_path=lake.data_path(reader), tables=[table],
                               schemas=reader.schemas(sid), storage_options=lake.storage_options)
         return SqlPlan(spark_sql="", count_only=(parsed.plain_count_alias(), counts[table.table_id].live_rows))
-    return _register(lake, reader, parsed, snapshot=snapshot, spark=spark, depth=depth)
+    return _plan_refs(lake, reader, parsed, snapshot=snapshot, depth=0)
 
 
-def _register(
-    lake: Lake, reader: MetadataReader, parsed: ParsedQuery, *, snapshot: Snapshot, spark: SparkSession | None,
-    depth: int,
-) -> SqlPlan:
+def _plan_refs(lake: Lake, reader: MetadataReader, parsed: ParsedQuery, *, snapshot: Snapshot, depth: int) -> SqlPlan:
     from ducklake_cli.engine.sql import parse_query, suggest, transpile_view
 
     if depth > MAX_VIEW_DEPTH:
@@ -125,10 +121,7 @@ def _register(
                              schemas=reader.schemas(sid), predicates=parsed.predicates_for(ref),
                              storage_options=lake.storage_options)
             out.scans.append(plan)
-            if spark is not None:
-                from ducklake_cli.engine.scan import scan
-
-                scan(spark, plan, with_rowid=parsed.uses_rowid()).createOrReplaceTempView(view_name)
+            out.views.append((view_name, plan, parsed.uses_rowid()))
             continue
         lake_views = {f"{v.schema_name}.{v.name}".lower(): v for v in reader.views(sid)}
         view = lake_views.get(wanted)
@@ -139,13 +132,23 @@ def _register(
             hint = f"did you mean {', '.join(close)}?" if close else "list tables with `ducklake inspect CATALOG`"
             raise NotFoundError(f"table {ref.qualified} does not exist at snapshot {sid}", hint=hint)
         text = transpile_view(view.sql or "", schema=view.schema_name, view=f"{view.schema_name}.{view.name}")
-        inner = _register(lake, reader, parse_query(text),
-                          snapshot=reader.snapshot(sid), spark=spark, depth=depth + 1)
+        inner = _plan_refs(lake, reader, parse_query(text), snapshot=reader.snapshot(sid), depth=depth + 1)
         out.scans.extend(inner.scans)
-        if spark is not None:
-            spark.sql(inner.spark_sql).createOrReplaceTempView(view_name)
+        out.views.append((view_name, inner, False))
     out.spark_sql = parsed.rewrite(views)
     return out
+
+
+def register_views(spark: SparkSession, plan: SqlPlan) -> None:
+    """Create the plan's temp views on Spark: table scans, and lake views built on their own views."""
+    from ducklake_cli.engine.scan import scan
+
+    for name, source, with_rowid in plan.views:
+        if isinstance(source, ScanPlan):
+            scan(spark, source, with_rowid=with_rowid).createOrReplaceTempView(name)
+        else:
+            register_views(spark, source)
+            spark.sql(source.spark_sql).createOrReplaceTempView(name)
 
 
 def sql_dataframe(
@@ -156,7 +159,8 @@ def sql_dataframe(
     session = spark or lake.spark()
     with lake.reader() as r:
         r.metadata()
-        plan = plan_sql(lake, r, query, snapshot=pick_snapshot(r, snapshot, as_of), spark=session)
+        plan = plan_sql(lake, r, query, snapshot=pick_snapshot(r, snapshot, as_of))
+    register_views(session, plan)
     if plan.count_only is not None:
         column, count = plan.count_only
         return session.createDataFrame([(count,)], f"`{column}` bigint")
@@ -207,16 +211,16 @@ def run_query(
     limit: int | None = None, output: str | None = None, explain: bool = False,
 ) -> QueryResult:
     """What `ducklake query` does: a count from metadata when possible, else Spark."""
+    # Planned once, from metadata: unknown tables and snapshots fail before a JVM starts.
     with lake.reader() as r:
         r.metadata()
-        snap = pick_snapshot(r, snapshot, as_of)
-        probe = plan_sql(lake, r, query, snapshot=snap, spark=None)
-        if probe.count_only is not None and not explain and output is None:
-            column, count = probe.count_only
-            return QueryResult(columns=(column,), rows=((count,),))
-        spark = lake.spark()
-        with spark_errors():
-            plan = plan_sql(lake, r, query, snapshot=snap, spark=spark) if probe.count_only is None else probe
+        plan = plan_sql(lake, r, query, snapshot=pick_snapshot(r, snapshot, as_of))
+    if plan.count_only is not None and not explain and output is None:
+        column, count = plan.count_only
+        return QueryResult(columns=(column,), rows=((count,),))
+    spark = lake.spark()
+    with spark_errors():
+        register_views(spark, plan)
     from ducklake_cli.engine.progress import spark_progress
 
     with spark_errors(), spark_progress(spark):
