@@ -191,6 +191,9 @@ def transpile_view(sql: str, *, catalog_name: str = "lake", schema: str = "main"
         if _LAKE in (col.text("db"), col.text("catalog")):
             col.set("db", None)
             col.set("catalog", None)
+    for fn in list(tree.find_all(exp.Anonymous)):  # DuckDB stores `count(*)` in view SQL as `count_star()`
+        if fn.name.lower() == "count_star" and not fn.expressions:
+            fn.replace(exp.Count(this=exp.Star()))
     for part in tree.walk():
         if isinstance(part, exp.DataType) and part.this in _NO_SPARK_TYPE:
             raise QueryError(fail + f"type {part.sql('duckdb')} has no Spark equivalent")

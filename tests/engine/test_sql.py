@@ -447,3 +447,7 @@ def test_uses_rowid() -> None:
 def test_no_pyspark_import() -> None:
     code = "import sys, ducklake_cli.engine.sql; assert 'pyspark' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_view_count_star_becomes_count() -> None:
+    assert "COUNT(*)" in transpile_view("SELECT count_star() AS n FROM {DUCKLAKE_CATALOG}.main.t").upper()
