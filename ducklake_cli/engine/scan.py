@@ -140,7 +140,7 @@ def _file_info(spark: SparkSession, plan: ScanPlan, keyed: dict[str, FileSource]
     return spark.createDataFrame(rows, schema)
 
 
-def _deletes(spark: SparkSession, plan: ScanPlan, keys: dict[int, str]) -> DataFrame | None:
+def _deletes(spark: SparkSession, plan: ScanPlan) -> DataFrame | None:
     """(data file id, position) of every row deleted at the snapshot."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -254,7 +254,7 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False) -> Da
         data = data.join(F.broadcast(_file_info(spark, plan, keyed)), "__key")
         if any(f.needs_snapshot_filter for f in plan.files):
             data = data.where(~F.col("__snap_filter") | (F.col(SNAPSHOT_ID_COLUMN) <= F.lit(plan.snapshot_id)))
-        deletes = _deletes(spark, plan, {})
+        deletes = _deletes(spark, plan)
         if deletes is not None:
             data = data.join(deletes, ["__file_id", "__pos"], "left_anti")
         missing = {cid for m in plan.missing_columns.values() for cid in m}

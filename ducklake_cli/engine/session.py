@@ -113,9 +113,7 @@ def translate_spark_error(exc: Exception) -> DuckLakeError:
 
     text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
-    for marker in (" SQLSTATE:", "; line "):
-        first = first.split(marker)[0] if marker == " SQLSTATE:" else first
-    return QueryError(first.strip())
+    return QueryError(first.split(" SQLSTATE:")[0].strip())
 
 
 def _python() -> str:

@@ -8,10 +8,9 @@ from typing import Any
 
 from ducklake_cli.catalog.models import SchemaInfo, TableInfo
 from ducklake_cli.catalog.reader import MetadataReader
+from ducklake_cli.engine.types import SNAPSHOT_ID_COLUMN
 from ducklake_cli.storage.files import read_int_column
 from ducklake_cli.storage.paths import table_dir
-
-SNAPSHOT_COLUMN = "_ducklake_internal_snapshot_id"
 
 
 @dataclass(frozen=True)
@@ -29,7 +28,7 @@ class TableCounts:
 
 def _rows_at(path: str, snapshot_id: int, storage_options: Mapping[str, Any]) -> int:
     """Rows of a multi-snapshot (partial) file whose own snapshot is <= S."""
-    return sum(1 for v in read_int_column(path, SNAPSHOT_COLUMN, storage_options) if v <= snapshot_id)
+    return sum(1 for v in read_int_column(path, SNAPSHOT_ID_COLUMN, storage_options) if v <= snapshot_id)
 
 
 def table_counts(

@@ -34,9 +34,8 @@ def read_int_column(path: str, column: str, storage_options: Mapping[str, Any] |
     import pyarrow.parquet as pq
 
     fs = filesystem(path, storage_options)
-    _, local = split_protocol(path)
     try:
-        with fs.open(local if "://" in path else path, "rb") as fh:
+        with fs.open(path, "rb") as fh:
             table = pq.read_table(fh, columns=[column])
     except (OSError, KeyError, ValueError) as exc:
         raise StorageError(f"cannot read column {column!r} of {path}: {exc}") from exc

@@ -28,11 +28,3 @@ def table_dir(data_path: str, schema: SchemaInfo, table: TableInfo) -> str:
 def file_path(table_directory: str, f: DataFile | DeleteFile) -> str:
     """Full path of a data or delete file."""
     return table_directory + f.path if f.path_is_relative else f.path
-
-
-def root_relative(data_path: str, full_path: str) -> tuple[str, bool]:
-    """A path as `files_scheduled_for_deletion` stores it: relative to data_path when below it."""
-    root = ensure_dir(data_path)
-    if full_path.startswith(root):
-        return full_path[len(root):], True
-    return full_path, False
