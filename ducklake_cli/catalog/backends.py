@@ -81,6 +81,11 @@ class Backend:
             return None
         return f'CREATE SCHEMA IF NOT EXISTS "{self.metadata_schema}"'
 
+    def lock_snapshots_sql(self) -> str | None:
+        """Statement that blocks concurrent commits until the transaction ends (None: the database serialises
+        writers itself, as SQLite and DuckDB files do)."""
+        return None
+
     def qualify(self, table: str) -> str:
         """A quoted, schema-qualified table name for raw SQL."""
         quoted = self.quote(table)
@@ -243,6 +248,10 @@ class PostgresBackend(Backend):
             )
         return {r[0] for r in rows}
 
+    def lock_snapshots_sql(self) -> str | None:
+        """Writers insert snapshot rows: SHARE ROW EXCLUSIVE makes them wait, readers do not."""
+        return f"LOCK TABLE {self.qualify('ducklake_snapshot')} IN SHARE ROW EXCLUSIVE MODE"
+
     def translate_connect_error(self, exc: Exception) -> DuckLakeError:
         """Password, missing database and network errors, each as one line."""
         text = str(getattr(exc, "orig", exc))
@@ -286,6 +295,10 @@ class MySQLBackend(Backend):
     def quote(self, ident: str) -> str:
         """Backtick quoting."""
         return "`" + ident.replace("`", "``") + "`"
+
+    def lock_snapshots_sql(self) -> str | None:
+        """InnoDB next-key locks on every snapshot row (and the gap after the last) block new snapshots."""
+        return f"SELECT snapshot_id FROM {self.qualify('ducklake_snapshot')} FOR UPDATE"
 
     def create_schema_sql(self) -> str | None:
         """A MySQL schema is a database."""
