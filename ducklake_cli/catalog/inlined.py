@@ -104,3 +104,22 @@ def decode_inlined(rows: Sequence[tuple[Any, ...]], columns: Sequence[ColumnInfo
         return con.execute(f"SELECT {', '.join(selects)} FROM source").to_arrow_table()
     finally:
         con.close()
+
+
+def encode_inlined(table: pa.Table, columns: Sequence[ColumnInfo]) -> list[list[tuple[str | None, Any]]]:
+    """Rows to inline: per value, DuckDB's text rendering (what every backend stores or casts from) and the raw
+    Python value (integers and blobs are stored natively). `table` holds the columns in order, DuckLake-typed."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        source = table.rename_columns([f"c{i}" for i in range(table.num_columns)])
+        con.register("source", source)
+        selects = ", ".join(f"CAST(CAST(c{i} AS {stored_type(c)}) AS VARCHAR)" for i, c in enumerate(columns))
+        texts = con.execute(f"SELECT {selects} FROM source").fetchall() if columns else [()] * table.num_rows
+    finally:
+        con.close()
+    raws = table.to_pylist()
+    names = table.column_names
+    return [[(txt, raw[names[i]]) for i, txt in enumerate(row)] for row, raw in zip(texts, raws, strict=True)]

@@ -273,3 +273,29 @@ class LakeMetadata:
             if sid is not None and (scope, sid) in by_scope:
                 return by_scope[(scope, sid)]
         return by_scope.get((None, None))
+
+
+@dataclass(frozen=True)
+class LeafStats:
+    """Stats of one leaf column over one file (or one batch of inlined rows)."""
+
+    column_id: int
+    value_count: int
+    null_count: int
+    min_value: str | None
+    max_value: str | None
+    contains_nan: bool | None
+    column_size_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class NewDataFile:
+    """A Parquet file just written for a table: path relative to the table directory, sizes, partition values
+    (transformed, as text) and one `LeafStats` per leaf column."""
+
+    path: str
+    record_count: int
+    file_size_bytes: int
+    footer_size: int
+    partition_values: tuple[str | None, ...]
+    stats: tuple[LeafStats, ...]

@@ -500,3 +500,23 @@ def _may_match(c: Candidate, pred: Predicate, col: ColumnInfo) -> bool:
             for s in spans
         )
     return all(any(s.allows(op, v, r) for v, r in readings[0]) for s in spans)
+
+
+_EPOCH_DT = dt.datetime(1970, 1, 1)
+
+
+def bucket_of(value: Any, col_type: str, buckets: int) -> int | None:
+    """`bucket(N)` of a Python value as DuckDB computes it when writing (spec §6); None for NULL."""
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        naive = value.astimezone(dt.UTC).replace(tzinfo=None) if value.tzinfo else value
+        delta = naive - _EPOCH_DT
+        micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+        value, col_type = micros * 1000, "timestamp"  # nanoseconds, as _UNIT expects
+    elif isinstance(value, dt.date):
+        value, col_type = (value - _EPOCH_DT.date()).days * _DAY, "date"
+    data = bytes(value) if col_type == "blob" else _hash_bytes(value, col_type)
+    if data is None:
+        raise ValueError(f"bucket() is not supported for columns of type {col_type}")
+    return (murmur3_32(data) & 0x7FFFFFFF) % buckets

@@ -1,0 +1,276 @@
+"""Catalog rows of a write (spec §4, §5.4): schemas, tables, data files, inlined rows, overwrite, table stats.
+
+Every function stages rows on a `Transaction`; nothing here commits.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy import and_, select, update
+
+from ducklake_cli.catalog import schema as s
+from ducklake_cli.catalog.changes import quote_name
+from ducklake_cli.catalog.inlined import stored_type
+from ducklake_cli.catalog.models import ColumnInfo, LeafStats, NewDataFile, SchemaInfo, TableInfo
+from ducklake_cli.catalog.stats import merge_bound, merge_nan
+from ducklake_cli.catalog.transaction import Transaction
+from ducklake_cli.storage.paths import uuid7
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_-]+")
+# Inlining is off when a column has one of these names (DuckDB's rule, spec §4).
+RESERVED_INLINE_NAMES = frozenset({"row_id", "begin_snapshot", "end_snapshot", "_ducklake_internal_snapshot_id",
+                                   "_ducklake_internal_row_id"})
+
+
+def dir_name(name: str) -> str:
+    """Directory of a new schema or table: its name, or a UUID when the name has other characters."""
+    return f"{name}/" if _PLAIN_NAME.fullmatch(name) else f"{uuid7()}/"
+
+
+def ensure_schema(tx: Transaction, name: str, *, path: str | None = None) -> SchemaInfo:
+    """The live schema `name`, created in this snapshot (directory `path`, default `dir_name`) when missing."""
+    for sch in tx.reader.schemas(tx.latest.snapshot_id):
+        if sch.name == name:
+            return sch
+    sid = tx.catalog_id()
+    schema = SchemaInfo(schema_id=sid, schema_uuid=uuid7(), name=name, path=path or dir_name(name),
+                        path_is_relative=True,
+                        begin_snapshot=tx.snapshot_id)
+    tx.insert(s.schema_t, [{"schema_id": sid, "schema_uuid": schema.schema_uuid, "begin_snapshot": tx.snapshot_id,
+                            "end_snapshot": None, "schema_name": name, "path": schema.path,
+                            "path_is_relative": True}])
+    tx.change("created_schema", quote_name(name))
+    tx.schema_changed = True
+    return schema
+
+
+def _column_rows(tx: Transaction, table_id: int, cols: Sequence[ColumnInfo]) -> list[dict[str, Any]]:
+    rows = []
+    for c in cols:
+        rows.append({"column_id": c.column_id, "begin_snapshot": tx.snapshot_id, "end_snapshot": None,
+                     "table_id": table_id, "column_order": c.column_id, "column_name": c.name,
+                     "column_type": c.type, "initial_default": None, "default_value": "NULL",
+                     "nulls_allowed": c.nulls_allowed, "parent_column": c.parent_column,
+                     "default_value_type": "" if c.children else "literal", "default_value_dialect": "duckdb"})
+        rows.extend(_column_rows(tx, table_id, c.children))
+    return rows
+
+
+def create_table(tx: Transaction, schema: SchemaInfo, name: str, columns: Sequence[ColumnInfo],
+                 partition: Sequence[tuple[int, str]], *, inline: bool,
+                 path: tuple[str, bool] | None = None) -> TableInfo:
+    """A new table (ids of `columns` already assigned), its partition spec and, with inlining, its inlined table.
+
+    `path` is `(directory, is_relative)`; default: `dir_name(name)` relative to the schema."""
+    from ducklake_cli.catalog.models import PartitionField, PartitionSpec
+
+    tid = tx.catalog_id()
+    tpath, relative = path or (dir_name(name), True)
+    cols = tuple(replace(c, begin_snapshot=tx.snapshot_id) for c in columns)
+    table = TableInfo(table_id=tid, table_uuid=uuid7(), schema_id=schema.schema_id, schema_name=schema.name,
+                      name=name, path=tpath, path_is_relative=relative, begin_snapshot=tx.snapshot_id,
+                      columns=cols)
+    tx.schema_changed = True
+    tx.insert(s.table_t, [{"table_id": tid, "table_uuid": table.table_uuid, "begin_snapshot": tx.snapshot_id,
+                           "end_snapshot": None, "schema_id": schema.schema_id, "table_name": name,
+                           "path": tpath, "path_is_relative": relative}])
+    tx.insert(s.column_t, _column_rows(tx, tid, cols))
+    tx.insert(s.schema_versions_t, [{"begin_snapshot": tx.snapshot_id, "schema_version": tx.schema_version,
+                                     "table_id": tid}])
+    if partition:
+        pid = tx.catalog_id()
+        tx.insert(s.partition_info_t, [{"partition_id": pid, "table_id": tid, "begin_snapshot": tx.snapshot_id,
+                                        "end_snapshot": None}])
+        tx.insert(s.partition_column_t, [{"partition_id": pid, "table_id": tid, "partition_key_index": i,
+                                          "column_id": cid, "transform": transform}
+                                         for i, (cid, transform) in enumerate(partition)])
+        table = replace(table, partition=PartitionSpec(pid, tuple(
+            PartitionField(i, cid, transform) for i, (cid, transform) in enumerate(partition))))
+    if inline:
+        table = replace(table, inlined_tables=(create_inlined_table(tx, table),))
+    tx.change("created_table", quote_name(schema.name, name))
+    return table
+
+
+def create_inlined_table(tx: Transaction, table: TableInfo) -> Any:
+    """`ducklake_inlined_data_<table_id>_<schema_version>` with the table's current top-level columns."""
+    from ducklake_cli.catalog.models import InlinedTable
+
+    name = f"ducklake_inlined_data_{table.table_id}_{tx.schema_version}"
+    b = tx.backend
+    cols = ", ".join(f"{b.quote(c.name)} {b.inlined_column_type(c.type, stored_type(c))}" for c in table.columns)
+    tx.execute_text(f"CREATE TABLE IF NOT EXISTS {b.qualify(name)}(row_id BIGINT, begin_snapshot BIGINT, "
+                    f"end_snapshot BIGINT{', ' + cols if cols else ''})")
+    tx.insert(s.inlined_tables_t, [{"table_id": table.table_id, "table_name": name,
+                                    "schema_version": tx.schema_version}])
+    return InlinedTable(name, tx.schema_version)
+
+
+@dataclass
+class TableWrite:
+    """Rows one snapshot adds to (or ends in) one table, with the table-level stats kept true."""
+
+    tx: Transaction
+    table: TableInfo
+    _stats_row: Any = None
+    _read: bool = False
+    records: int = 0
+    file_bytes: int = 0
+    leaf_stats: list[LeafStats] | None = None
+    wrote_file: bool = False
+
+    def _load(self) -> None:
+        if not self._read:
+            ts = s.table_stats_t
+            self._stats_row = self.tx.execute(select(ts).where(ts.c.table_id == self.table.table_id)).first()
+            self._read = True
+            self.leaf_stats = []
+
+    @property
+    def next_row_id(self) -> int:
+        """The first row id not yet used by the table (this snapshot's additions included)."""
+        self._load()
+        base = int(self._stats_row.next_row_id or 0) if self._stats_row is not None else 0
+        return base + self.records
+
+    def add_files(self, files: Sequence[NewDataFile]) -> None:
+        """Register Parquet files: data_file, file_column_stats and file_partition_value rows (spec §5.4)."""
+        tx, t = self.tx, self.table
+        pid = t.partition.partition_id if t.partition else None
+        for f in files:
+            fid = tx.file_id()
+            tx.insert(s.data_file_t, [{
+                "data_file_id": fid, "table_id": t.table_id, "begin_snapshot": tx.snapshot_id, "end_snapshot": None,
+                "file_order": None, "path": f.path, "path_is_relative": True, "file_format": "parquet",
+                "record_count": f.record_count, "file_size_bytes": f.file_size_bytes, "footer_size": f.footer_size,
+                "row_id_start": self.next_row_id, "partition_id": pid, "encryption_key": None, "mapping_id": None,
+                "partial_max": None}])
+            tx.insert(s.file_column_stats_t, [{
+                "data_file_id": fid, "table_id": t.table_id, "column_id": st.column_id,
+                "column_size_bytes": st.column_size_bytes, "value_count": st.value_count,
+                "null_count": st.null_count, "min_value": st.min_value, "max_value": st.max_value,
+                "contains_nan": st.contains_nan, "extra_stats": None} for st in f.stats])
+            if pid is not None:
+                tx.insert(s.file_partition_value_t, [{
+                    "data_file_id": fid, "table_id": t.table_id, "partition_key_index": i, "partition_value": v}
+                    for i, v in enumerate(f.partition_values)])
+            self.records += f.record_count
+            self.file_bytes += f.file_size_bytes
+            assert self.leaf_stats is not None
+            self.leaf_stats.extend(f.stats)
+            self.wrote_file = True
+        if files:
+            tx.change("inserted_into_table", t.table_id)
+
+    def add_inlined(self, values: Sequence[Sequence[tuple[str | None, Any]]], stats: Sequence[LeafStats]) -> None:
+        """Insert rows into the table's newest inlined-data table, creating one if needed (spec §4).
+
+        `values[row][column]` is `(DuckDB text, raw value)` for each top-level column.
+        """
+        tx, t, b = self.tx, self.table, self.tx.backend
+        inlined = self._current_inlined_table()
+        names = [b.quote(c.name) for c in t.columns]
+        first_row = self.next_row_id
+        for i, row in enumerate(values):
+            exprs, params = [], {"r": first_row + i, "b": tx.snapshot_id}
+            for j, (c, (txt, raw)) in enumerate(zip(t.columns, row, strict=True)):
+                expr, value = b.inlined_value(c.type, txt, raw)
+                exprs.append(expr.replace(":v", f":v{j}"))
+                params[f"v{j}"] = value
+            cols = ", ".join(["row_id", "begin_snapshot", "end_snapshot", *names])
+            tx.execute_text(f"INSERT INTO {b.qualify(inlined.table_name)} ({cols}) VALUES "
+                            f"(:r, :b, NULL{''.join(', ' + e for e in exprs)})", params)
+        self._load()
+        self.records += len(values)
+        assert self.leaf_stats is not None
+        self.leaf_stats.extend(stats)
+        if values:
+            tx.change("inlined_insert", t.table_id)
+
+    def _current_inlined_table(self) -> Any:
+        t = self.table
+        names = [c.name for c in t.columns]
+        if t.inlined_tables:
+            newest = max(t.inlined_tables, key=lambda x: x.schema_version)
+            if newest.table_name in self.tx.reader.table_names() or newest.schema_version == self.tx.schema_version:
+                q = self.tx.backend.qualify(newest.table_name)
+                if list(self.tx.execute_text(f"SELECT * FROM {q} WHERE 1 = 0").keys())[3:] == names:
+                    return newest
+        self.tx.schema_changed = True
+        created = create_inlined_table(self.tx, t)
+        self.table = replace(t, inlined_tables=(*t.inlined_tables, created))
+        return created
+
+    def end_live_data(self) -> None:
+        """Overwrite: end every live data file and inlined row of the table in this snapshot."""
+        tx, t = self.tx, self.table
+        df = s.data_file_t
+        ended = tx.execute(update(df).where(and_(df.c.table_id == t.table_id, df.c.end_snapshot.is_(None)))
+                           .values(end_snapshot=tx.snapshot_id)).rowcount
+        if ended:
+            tx.change("deleted_from_table", t.table_id)
+        q = tx.backend.qualify
+        for inl in t.inlined_tables:
+            n = tx.execute_text(f"UPDATE {q(inl.table_name)} SET end_snapshot = :s WHERE end_snapshot IS NULL",
+                                {"s": tx.snapshot_id}).rowcount
+            if n:
+                tx.change("inlined_delete", t.table_id)
+
+    def finish(self) -> None:
+        """Table stats: record count, next row id and bytes added; column stats merged (spec §5.4)."""
+        if not self._read or not self.records:
+            return
+        tx, t = self.tx, self.table
+        if not self.wrote_file and self.records:
+            tx.file_id()  # DuckDB advances next_file_id for inline-only commits (spec §4)
+        ts = s.table_stats_t
+        old = self._stats_row
+        if old is None:
+            tx.insert(ts, [{"table_id": t.table_id, "record_count": self.records, "next_row_id": self.next_row_id,
+                            "file_size_bytes": self.file_bytes}])
+        else:
+            tx.execute(update(ts).where(ts.c.table_id == t.table_id).values(
+                record_count=int(old.record_count or 0) + self.records, next_row_id=self.next_row_id,
+                file_size_bytes=int(old.file_size_bytes or 0) + self.file_bytes))
+        self._merge_column_stats()
+
+    def _merge_column_stats(self) -> None:
+        tx, t = self.tx, self.table
+        types = {leaf.column_id: leaf.type for c in t.columns for leaf in c.leaves()}
+        new: dict[int, tuple[bool, bool | None, str | None, str | None]] = {}
+        assert self.leaf_stats is not None
+        for st in self.leaf_stats:
+            has_null = st.null_count > 0
+            if st.column_id not in new:
+                new[st.column_id] = (has_null, st.contains_nan, st.min_value, st.max_value)
+                continue
+            n, nan, lo, hi = new[st.column_id]
+            new[st.column_id] = (n or has_null, merge_nan(nan, st.contains_nan),
+                                 _merge_known(lo, st.min_value, st.value_count, types[st.column_id], upper=False),
+                                 _merge_known(hi, st.max_value, st.value_count, types[st.column_id], upper=True))
+        tcs = s.table_column_stats_t
+        existing = {r.column_id: r for r in tx.execute(select(tcs).where(tcs.c.table_id == t.table_id))}
+        for cid, (has_null, nan, lo, hi) in new.items():
+            old = existing.get(cid)
+            if old is None:
+                tx.insert(tcs, [{"table_id": t.table_id, "column_id": cid, "contains_null": has_null,
+                                 "contains_nan": nan, "min_value": lo, "max_value": hi, "extra_stats": None}])
+                continue
+            typ = types[cid]
+            tx.execute(update(tcs).where(and_(tcs.c.table_id == t.table_id, tcs.c.column_id == cid)).values(
+                contains_null=bool(old.contains_null) or has_null, contains_nan=merge_nan(old.contains_nan, nan),
+                min_value=merge_bound(old.min_value, lo, typ, upper=False) if lo is not None else old.min_value,
+                max_value=merge_bound(old.max_value, hi, typ, upper=True) if hi is not None else old.max_value))
+
+
+def _merge_known(a: str | None, b: str | None, b_values: int, typ: str, *, upper: bool) -> str | None:
+    # Within one commit, a side without values (all NULL) has no bound to contribute.
+    if b_values == 0:
+        return a
+    if a is None:
+        return b
+    return merge_bound(a, b, typ, upper=upper)

@@ -1,0 +1,100 @@
+"""`ducklake write`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ducklake_cli.cli.common import (
+    AsOfOpt,
+    CatalogArg,
+    DataPathOpt,
+    DebugOpt,
+    FormatOpt,
+    MetadataSchemaOpt,
+    SnapshotOpt,
+    open_lake,
+    parse_time,
+    resolve_catalog,
+    spark_settings,
+)
+from ducklake_cli.cli.render import OutputFormat, render
+from ducklake_cli.errors import UsageError
+
+
+def write(
+    catalog: CatalogArg,
+    table: Annotated[str, typer.Argument(help="Target table: TABLE (schema main) or SCHEMA.TABLE; missing schemas "
+                                              "are created.", show_default=False)],
+    source: Annotated[list[str] | None, typer.Option("--from", help="Input files: a path, a glob "
+                                                                    "('data/*.csv') or a directory (repeatable).",
+                                                     show_default=False)] = None,
+    query: Annotated[str | None, typer.Option("--query", help="Spark SQL over the same lake whose rows to write "
+                                                              "(time travel allowed: `t VERSION AS OF 3`).",
+                                              show_default=False)] = None,
+    input_format: Annotated[str | None, typer.Option("--input-format", help="parquet, csv, json or orc "
+                                                                            "(default: from the file extension).",
+                                                     show_default=False)] = None,
+    option: Annotated[list[str] | None, typer.Option("--option", help="Spark reader option key=value, e.g. "
+                                                                      "--option delimiter=';' (repeatable).",
+                                                     show_default=False)] = None,
+    mode: Annotated[str, typer.Option("--mode", help="append (creates a missing table), overwrite (replaces "
+                                                     "every row in one snapshot) or create (fails if the table "
+                                                     "exists).")] = "append",
+    partition_by: Annotated[list[str] | None, typer.Option(
+        "--partition-by", help="Partition key when the table is created: COLUMN, year|month|day|hour(COLUMN) or "
+                               "bucket(N, COLUMN) (repeatable, in key order).", show_default=False)] = None,
+    message: Annotated[str | None, typer.Option("--message", "-m", help="Commit message stored with the snapshot.",
+                                                show_default=False)] = None,
+    author: Annotated[str | None, typer.Option("--author", help="Author stored with the snapshot.",
+                                               show_default=False)] = None,
+    no_inline: Annotated[bool, typer.Option("--no-inline", help="Always write Parquet, even for a few rows "
+                                                                "(default: up to data_inlining_row_limit rows, "
+                                                                "10, go into the catalog like DuckDB).")] = False,
+    ignore_extra_columns: Annotated[bool, typer.Option("--ignore-extra-columns",
+                                                       help="Drop input columns the table does not have.")] = False,
+    snapshot: SnapshotOpt = None,
+    as_of: AsOfOpt = None,
+    master: Annotated[str | None, typer.Option("--master", help="Spark master URL (spark://host:7077, yarn, "
+                                                                "k8s://…); default: embedded local[*].",
+                                               show_default=False)] = None,
+    remote: Annotated[str | None, typer.Option("--remote", help="Spark Connect server (sc://host:15002).",
+                                               show_default=False)] = None,
+    conf: Annotated[list[str] | None, typer.Option("--conf", help="Spark setting key=value (repeatable).",
+                                                   show_default=False)] = None,
+    data_path: DataPathOpt = None,
+    metadata_schema: MetadataSchemaOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    debug: DebugOpt = False,
+) -> None:
+    """Write files or a query result into a table as one new snapshot (Parquet written by Spark executors).
+
+    Appending to a table that does not exist creates it, with column types taken from the input.
+
+    Examples:
+
+      ducklake write lake.sqlite trips --from 'raw/trips/*.parquet'
+
+      ducklake write lake.sqlite sales.orders --from orders.csv --mode create --partition-by 'month(ordered_at)'
+
+      ducklake write prod daily --query "SELECT day, count(*) AS n FROM events GROUP BY day" --mode overwrite
+    """
+    if snapshot is not None and as_of is not None:
+        raise UsageError("--snapshot and --as-of cannot be used together")
+    options: dict[str, str] = {}
+    for item in option or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--option {item!r}: expected key=value")
+        options[key.strip()] = value
+    from ducklake_cli.ops.write import run_write
+
+    resolved = resolve_catalog(catalog, data_path=data_path, metadata_schema=metadata_schema)
+    settings = spark_settings(resolved, master=master, remote=remote, conf=conf or [], debug=debug)
+    with open_lake(resolved, read_only=False, spark_settings=settings) as lake:
+        result = run_write(lake, table, source=source or [], query=query, input_format=input_format,
+                           options=options, mode=mode, partition_by=partition_by or [], message=message,
+                           author=author, inline=not no_inline, ignore_extra_columns=ignore_extra_columns,
+                           snapshot=snapshot, as_of=parse_time(as_of) if as_of else None)
+    render(result, fmt)

@@ -1,0 +1,314 @@
+"""Executor side of `write`: Arrow batches → DuckLake Parquet files with field ids, plus each file's stats.
+
+Runs inside Spark's Python workers (`mapInArrow`), so it imports only pyarrow, fsspec and pure-Python modules of
+this package; data never travels to the driver, only one small JSON description per written file does.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ducklake_cli.catalog.models import LeafStats, NewDataFile
+from ducklake_cli.catalog.stats import FLOAT_TYPES, NO_BOUNDS, encode_stat, render_value
+from ducklake_cli.engine.prune import bucket_of
+from ducklake_cli.storage.files import filesystem, split_protocol
+from ducklake_cli.storage.paths import new_data_file_name
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """A leaf column: its id, DuckLake type and the path of child positions from the top-level column."""
+
+    column_id: int
+    type: str
+    path: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class PartitionKey:
+    """One partition key: its index, source top-level column position, transform and hive directory name."""
+
+    key_index: int
+    column_index: int
+    column_type: str
+    transform: str
+    buckets: int | None
+    dir_name: str
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    """Everything an executor needs to write the files of one table (picklable; no catalog access)."""
+
+    table_dir: str
+    schema: pa.Schema
+    leaves: tuple[Leaf, ...]
+    not_null: tuple[str, ...] = ()
+    keys: tuple[PartitionKey, ...] = ()
+    compression: str = "snappy"
+    compression_level: int | None = None
+    row_group_size: int = 122_880
+    target_file_size: int = 1 << 29
+    hive: bool = True
+    storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+def file_to_json(f: NewDataFile) -> str:
+    """One-line JSON sent from an executor to the driver."""
+    return json.dumps({"path": f.path, "records": f.record_count, "size": f.file_size_bytes, "footer": f.footer_size,
+                       "keys": list(f.partition_values),
+                       "stats": [[x.column_id, x.value_count, x.null_count, x.min_value, x.max_value, x.contains_nan,
+                                  x.column_size_bytes] for x in f.stats]})
+
+
+def file_from_json(text: str) -> NewDataFile:
+    """The inverse of `file_to_json`."""
+    d = json.loads(text)
+    return NewDataFile(d["path"], d["records"], d["size"], d["footer"], tuple(d["keys"]),
+                       tuple(LeafStats(*x) for x in d["stats"]))
+
+
+# ----- leaf statistics from data ------------------------------------------------------------------------------
+
+def leaf_array(column: pa.Array, path: Sequence[int]) -> pa.Array:
+    """The values of a leaf inside a top-level column (parents' NULLs applied; list/map entries flattened)."""
+    import pyarrow as pa
+
+    arr = column
+    for step in path:
+        if pa.types.is_struct(arr.type):
+            arr = arr.flatten()[step]
+        elif pa.types.is_map(arr.type):
+            arr = arr.keys if step == 0 else arr.items
+        else:  # list
+            arr = arr.flatten()
+    return arr
+
+
+class _Bounds:
+    """Running min/max/NaN of one leaf over the batches of one file."""
+
+    def __init__(self, leaf: Leaf) -> None:
+        self.leaf = leaf
+        self.lo: Any = None
+        self.hi: Any = None
+        self.nan = False
+        self.nulls = 0
+        self.values = 0
+
+    def add(self, arr: pa.Array) -> None:
+        import pyarrow.compute as pc
+
+        self.nulls += arr.null_count
+        self.values += len(arr) - arr.null_count
+        if self.leaf.type in FLOAT_TYPES:
+            nan = pc.is_nan(arr)
+            if pc.any(nan).as_py():
+                self.nan = True
+                arr = arr.filter(pc.invert(pc.fill_null(nan, False)))
+        if self.leaf.type in NO_BOUNDS or len(arr) == arr.null_count:
+            return
+        mm = pc.min_max(arr)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        if lo is None:
+            return
+        if self.lo is None or lo < self.lo:
+            self.lo = lo
+        if self.hi is None or hi > self.hi:
+            self.hi = hi
+
+    def stats(self, value_count: int | None = None, null_count: int | None = None,
+              size: int | None = None) -> LeafStats:
+        t = self.leaf.type
+        return LeafStats(self.leaf.column_id, self.values if value_count is None else value_count,
+                         self.nulls if null_count is None else null_count, encode_stat(self.lo, t),
+                         encode_stat(self.hi, t), self.nan if t in FLOAT_TYPES else None, size)
+
+
+def data_stats(table: pa.Table, leaves: Sequence[Leaf]) -> tuple[LeafStats, ...]:
+    """Leaf stats computed from data alone (inlined rows, which have no Parquet footer)."""
+    out = []
+    for leaf in leaves:
+        b = _Bounds(leaf)
+        for chunk in table.column(leaf.path[0]).chunks:
+            b.add(leaf_array(chunk, leaf.path[1:]))
+        out.append(b.stats())
+    return tuple(out)
+
+
+# ----- one open Parquet file -----------------------------------------------------------------------------------
+
+class _Sink:
+    """A write-only stream that counts bytes and keeps the last 8 (footer length + magic)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        self.size = 0
+        self.tail = b""
+        self.closed = False
+
+    def write(self, data: Any) -> int:
+        b = bytes(data)
+        self.raw.write(b)
+        self.size += len(b)
+        self.tail = (self.tail + b)[-8:]
+        return len(b)
+
+    def tell(self) -> int:
+        return self.size
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        if not self.closed:
+            self.raw.close()
+            self.closed = True
+
+
+class _OpenFile:
+    def __init__(self, spec: FileSpec, rel_path: str, key_values: tuple[str | None, ...]) -> None:
+        import pyarrow.parquet as pq
+
+        self.spec = spec
+        self.rel_path = rel_path
+        self.key_values = key_values
+        full = spec.table_dir + rel_path
+        fs = filesystem(full, spec.storage_options)
+        if split_protocol(full)[0] in ("", "file"):
+            fs.makedirs(full.rsplit("/", 1)[0], exist_ok=True)
+        self.sink = _Sink(fs.open(full, "wb"))
+        self.writer = pq.ParquetWriter(
+            self.sink, spec.schema, compression=spec.compression, compression_level=spec.compression_level,
+            use_dictionary=True, write_statistics=True, coerce_timestamps="us", version="2.6",
+            store_decimal_as_integer=True, use_compliant_nested_type=True)
+        self.pending: list[pa.RecordBatch] = []
+        self.pending_rows = 0
+        self.rows = 0
+        self.bounds = [_Bounds(leaf) for leaf in spec.leaves]
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        for b in self.bounds:
+            b.add(leaf_array(batch.column(b.leaf.path[0]), b.leaf.path[1:]))
+        self.pending.append(batch)
+        self.pending_rows += batch.num_rows
+        self.rows += batch.num_rows
+        if self.pending_rows >= self.spec.row_group_size:
+            self._flush_row_groups()
+
+    def _flush_row_groups(self) -> None:
+        import pyarrow as pa
+
+        if self.pending:
+            self.writer.write_table(pa.Table.from_batches(self.pending, self.spec.schema),
+                                    row_group_size=self.spec.row_group_size)
+        self.pending, self.pending_rows = [], 0
+
+    @property
+    def full(self) -> bool:
+        return self.sink.size >= self.spec.target_file_size
+
+    def close(self) -> NewDataFile:
+        self._flush_row_groups()
+        self.writer.close()
+        meta = self.writer.writer.metadata
+        self.sink.close()
+        footer = int.from_bytes(self.sink.tail[:4], "little")
+        leaves = []
+        for i, b in enumerate(self.bounds):
+            nulls = values = size = 0
+            for rg in range(meta.num_row_groups):
+                col = meta.row_group(rg).column(i)
+                st = col.statistics
+                n = st.null_count if st is not None and st.has_null_count else 0
+                nulls += n
+                values += col.num_values - n
+                size += col.total_compressed_size
+            leaves.append(b.stats(values, nulls, size))
+        return NewDataFile(self.rel_path, self.rows, self.sink.size, footer, self.key_values, tuple(leaves))
+
+
+# ----- partitioning ------------------------------------------------------------------------------------------
+
+def _key_values(batch: pa.RecordBatch, key: PartitionKey) -> list[Any]:
+    import pyarrow.compute as pc
+
+    col = batch.column(key.column_index)
+    if key.transform == "identity":
+        return col.to_pylist()
+    if key.transform in ("year", "month", "day", "hour"):
+        return getattr(pc, key.transform)(col).to_pylist()
+    assert key.buckets is not None
+    return [bucket_of(v, key.column_type, key.buckets) for v in col.to_pylist()]
+
+
+def _key_text(value: Any, key: PartitionKey) -> str | None:
+    if value is None:
+        return None
+    return render_value(value, key.column_type) if key.transform == "identity" else str(value)
+
+
+def _split(batch: pa.RecordBatch,
+           keys: Sequence[PartitionKey]) -> Iterator[tuple[tuple[str | None, ...], pa.RecordBatch]]:
+    import pyarrow as pa
+
+    if not keys:
+        yield (), batch
+        return
+    columns = [[_key_text(v, k) for v in _key_values(batch, k)] for k in keys]
+    groups: dict[tuple[str | None, ...], list[int]] = {}
+    for i, tup in enumerate(zip(*columns, strict=True)):
+        groups.setdefault(tup, []).append(i)
+    for tup, rows in groups.items():
+        yield tup, batch.take(pa.array(rows, pa.int64())) if len(rows) != batch.num_rows else batch
+
+
+def _hive_dir(spec: FileSpec, values: tuple[str | None, ...]) -> str:
+    if not spec.hive or not spec.keys:
+        return ""
+    return "".join(f"{k.dir_name}={HIVE_NULL if v is None else urllib.parse.quote(v, safe='')}/"
+                   for k, v in zip(spec.keys, values, strict=True))
+
+
+# ----- the mapInArrow entry point ------------------------------------------------------------------------------
+
+def _check_not_null(table: pa.Table, names: Sequence[str]) -> None:
+    for name in names:
+        if table.column(name).null_count:
+            raise ValueError(f"column {name!r} is NOT NULL but the input has NULL values")
+
+
+def write_batches(batches: Iterator[pa.RecordBatch], spec: FileSpec) -> Iterator[pa.RecordBatch]:
+    """Write every row of a Spark task to Parquet files under `spec.table_dir`; yield one JSON row per file."""
+    import pyarrow as pa
+
+    open_files: dict[tuple[str | None, ...], _OpenFile] = {}
+    done: list[NewDataFile] = []
+    for raw in batches:
+        if raw.num_rows == 0:
+            continue
+        table = pa.Table.from_batches([raw]).rename_columns(spec.schema.names).cast(spec.schema)
+        _check_not_null(table, spec.not_null)
+        for batch in table.to_batches():
+            for values, part in _split(batch, spec.keys):
+                f = open_files.get(values)
+                if f is None:
+                    f = open_files[values] = _OpenFile(spec, _hive_dir(spec, values) + new_data_file_name(), values)
+                f.add(part)
+                if f.full:
+                    done.append(open_files.pop(values).close())
+    done.extend(f.close() for f in open_files.values())
+    if done:
+        yield pa.RecordBatch.from_arrays([pa.array([file_to_json(d) for d in done], pa.string())], ["file"])

@@ -1,0 +1,231 @@
+"""Driver side of `write`: input DataFrames, Spark → DuckLake types, conforming to a table, and the Spark job that
+writes Parquet files on executors (engine/parquet_files.py) and returns their descriptions."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ducklake_cli.catalog.models import ColumnInfo, NewDataFile
+from ducklake_cli.engine.parquet_files import FileSpec, Leaf, PartitionKey, file_from_json, write_batches
+from ducklake_cli.engine.types import spark_type
+from ducklake_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import DataType
+
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
+INPUT_FORMATS = ("parquet", "csv", "json", "orc")
+# Input types each table type accepts: the spec's promotions (§5.4), decimal widening, and the Spark types our
+# reader gives unsigned columns (checked for range when written).
+_ACCEPTS: dict[str, frozenset[str]] = {
+    "int16": frozenset({"int8"}), "int32": frozenset({"int8", "int16"}), "int64": frozenset({"int8", "int16", "int32"}),
+    "float64": frozenset({"float32"}), "timestamptz": frozenset({"timestamp"}),
+    "uint8": frozenset({"int8", "int16"}), "uint16": frozenset({"int8", "int16", "int32"}),
+    "uint32": frozenset({"int8", "int16", "int32", "int64"}), "uint64": frozenset({"int8", "int16", "int32", "int64"}),
+    "json": frozenset({"varchar"}),
+}
+_INT_DIGITS = {"int8": 3, "int16": 5, "int32": 10, "int64": 19}
+
+
+# ----- types -----------------------------------------------------------------------------------------------------
+
+def ducklake_type(dtype: DataType, where: str) -> str:
+    """The DuckLake type a new column of this Spark type gets (COMPATIBILITY.md)."""
+    from pyspark.sql import types as T
+
+    simple: list[tuple[type, str]] = [
+        (T.BooleanType, "boolean"), (T.ByteType, "int8"), (T.ShortType, "int16"), (T.IntegerType, "int32"),
+        (T.LongType, "int64"), (T.FloatType, "float32"), (T.DoubleType, "float64"), (T.DateType, "date"),
+        (T.TimestampNTZType, "timestamp"), (T.TimestampType, "timestamptz"), (T.StringType, "varchar"),
+        (T.CharType, "varchar"), (T.VarcharType, "varchar"), (T.BinaryType, "blob"),
+    ]
+    if isinstance(dtype, T.DecimalType):
+        return f"decimal({dtype.precision},{dtype.scale})"
+    if isinstance(dtype, T.StructType):
+        return "struct"
+    if isinstance(dtype, T.ArrayType):
+        return "list"
+    if isinstance(dtype, T.MapType):
+        return "map"
+    for cls, name in simple:
+        if isinstance(dtype, cls):
+            return name
+    hint = "cast it in --query, e.g. CAST(NULL AS INT)" if isinstance(dtype, T.NullType) else None
+    raise UsageError(f"column {where} has Spark type {dtype.simpleString()}, which DuckLake cannot store", hint=hint)
+
+
+def columns_from_spark(schema: Any) -> tuple[ColumnInfo, ...]:
+    """Columns of a new table from a DataFrame schema; ids 1, 2, … in pre-order (spec §5.2)."""
+    from pyspark.sql import types as T
+
+    counter = iter(range(1, 1 << 31))
+
+    def build(name: str, dtype: DataType, nullable: bool, parent: int | None, where: str) -> ColumnInfo:
+        cid = next(counter)
+        kind = ducklake_type(dtype, where)
+        children: list[ColumnInfo] = []
+        if isinstance(dtype, T.StructType):
+            children = [build(f.name, f.dataType, True, cid, f"{where}.{f.name}") for f in dtype.fields]
+        elif isinstance(dtype, T.ArrayType):
+            children = [build("element", dtype.elementType, True, cid, f"{where}[]")]
+        elif isinstance(dtype, T.MapType):
+            children = [build("key", dtype.keyType, False, cid, f"{where} key"),
+                        build("value", dtype.valueType, True, cid, f"{where} value")]
+        return ColumnInfo(column_id=cid, name=name, type=kind, nulls_allowed=nullable or parent is None,
+                          initial_default=None, default_value="NULL", default_value_type="literal",
+                          parent_column=parent, column_order=cid, begin_snapshot=0, children=tuple(children))
+
+    names = [f.name.lower() for f in schema.fields]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise UsageError(f"the input has duplicate column names: {', '.join(dupes)}")
+    return tuple(build(f.name, f.dataType, True, None, repr(f.name)) for f in schema.fields)
+
+
+def arrow_type(col: ColumnInfo) -> pa.DataType:
+    """The Arrow type files are written with (DuckDB's Parquet layout, spec §8.1)."""
+    import pyarrow as pa
+
+    t = col.type
+    if t == "struct":
+        return pa.struct([arrow_field(c) for c in col.children])
+    if t == "list":
+        return pa.list_(arrow_field(col.children[0]))
+    if t == "map":
+        return pa.map_(arrow_field(col.children[0]), arrow_field(col.children[1]))
+    m = _DECIMAL.fullmatch(t)
+    if m:
+        return pa.decimal128(int(m.group(1)), int(m.group(2)))
+    simple = {
+        "boolean": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
+        "uint8": pa.uint8(), "uint16": pa.uint16(), "uint32": pa.uint32(), "uint64": pa.uint64(),
+        "float32": pa.float32(), "float64": pa.float64(), "date": pa.date32(), "timestamp": pa.timestamp("us"),
+        "timestamptz": pa.timestamp("us", tz="UTC"), "varchar": pa.string(), "json": pa.string(),
+        "blob": pa.binary(),
+    }
+    if t not in simple:
+        raise UsageError(f"column {col.name!r} has type {t}, which `ducklake write` cannot write yet",
+                         hint="see COMPATIBILITY.md, 'Writing'")
+    return simple[t]
+
+
+def arrow_field(col: ColumnInfo) -> pa.Field:
+    """An Arrow field carrying the column's Parquet field id."""
+    import pyarrow as pa
+
+    return pa.field(col.name, arrow_type(col), nullable=col.nulls_allowed or col.name == "value",
+                    metadata={b"PARQUET:field_id": str(col.column_id).encode()})
+
+
+def leaves(columns: Sequence[ColumnInfo]) -> tuple[Leaf, ...]:
+    """Leaf columns with their paths (Parquet leaf order)."""
+    out: list[Leaf] = []
+
+    def walk(c: ColumnInfo, path: tuple[int, ...]) -> None:
+        if not c.children:
+            out.append(Leaf(c.column_id, c.type, path))
+        for i, child in enumerate(c.children):
+            walk(child, (*path, i))
+
+    for i, c in enumerate(columns):
+        walk(c, (i,))
+    return tuple(out)
+
+
+# ----- conforming input to a table ---------------------------------------------------------------------------
+
+def _accepts(table: ColumnInfo, given: DataType, where: str) -> bool:
+    from pyspark.sql import types as T
+
+    have = ducklake_type(given, where)
+    if table.type == "struct":
+        if not isinstance(given, T.StructType) or len(given.fields) != len(table.children):
+            return False
+        return all(f.name.lower() == c.name.lower() and _accepts(c, f.dataType, f"{where}.{f.name}")
+                   for f, c in zip(given.fields, table.children, strict=True))
+    if table.type == "list":
+        return isinstance(given, T.ArrayType) and _accepts(table.children[0], given.elementType, where)
+    if table.type == "map":
+        return (isinstance(given, T.MapType) and _accepts(table.children[0], given.keyType, where)
+                and _accepts(table.children[1], given.valueType, where))
+    if have == table.type or have in _ACCEPTS.get(table.type, ()):
+        return True
+    m_to, m_from = _DECIMAL.fullmatch(table.type), _DECIMAL.fullmatch(have)
+    if m_to and (m_from or have in _INT_DIGITS):
+        p2, s2 = int(m_to.group(1)), int(m_to.group(2))
+        p1, s1 = (int(m_from.group(1)), int(m_from.group(2))) if m_from else (_INT_DIGITS[have], 0)
+        return s2 >= s1 and p2 - s2 >= p1 - s1
+    return table.type == "uint64" and have == "decimal(20,0)"
+
+
+def conform(df: DataFrame, columns: Sequence[ColumnInfo], *, ignore_extra: bool) -> DataFrame:
+    """Select the table's columns from `df` by name (case-insensitive), cast compatible types, NULL for missing
+    nullable columns; refuse incompatible types, missing NOT NULL columns and (unless ignored) extra columns."""
+    from pyspark.sql import functions as F
+
+    by_name = {f.name.lower(): f for f in df.schema.fields}
+    wanted = {c.name.lower() for c in columns}
+    extra = [f.name for f in df.schema.fields if f.name.lower() not in wanted]
+    if extra and not ignore_extra:
+        raise UsageError(f"the input has columns the table does not: {', '.join(extra)}",
+                         hint="pass --ignore-extra-columns to drop them")
+    exprs = []
+    for c in columns:
+        f = by_name.get(c.name.lower())
+        target = spark_type(c)
+        if f is None:
+            if not c.nulls_allowed:
+                raise UsageError(f"the input lacks column {c.name!r}, which is NOT NULL")
+            exprs.append(F.lit(None).cast(target).alias(c.name))
+            continue
+        if not _accepts(c, f.dataType, repr(c.name)):
+            raise UsageError(f"column {c.name!r} is {c.type_text()} in the table but the input has "
+                             f"{f.dataType.simpleString()}, which cannot be converted safely")
+        exprs.append(F.col(f"`{f.name}`").cast(target).alias(c.name))
+    return df.select(*exprs)
+
+
+# ----- reading input -----------------------------------------------------------------------------------------
+
+def read_input(spark: SparkSession, paths: Sequence[str], fmt: str | None, options: Mapping[str, str]) -> DataFrame:
+    """Files, a glob or a directory as a DataFrame (format from `fmt` or the file extension)."""
+    fmt = fmt or _guess_format(paths[0])
+    opts = {"header": "true", "inferSchema": "true"} if fmt == "csv" else {}
+    opts.update(options)
+    return spark.read.format(fmt).options(**opts).load(list(paths))
+
+
+def _guess_format(path: str) -> str:
+    name = path.rstrip("/").rsplit("/", 1)[-1].lower()
+    for ext, fmt in ((".parquet", "parquet"), (".csv", "csv"), (".tsv", "csv"), (".json", "json"),
+                     (".jsonl", "json"), (".ndjson", "json"), (".orc", "orc")):
+        if name.endswith(ext) or name.endswith(ext + ".gz"):
+            return fmt
+    return "parquet"
+
+
+# ----- the write job -----------------------------------------------------------------------------------------
+
+def partition_exprs(df: DataFrame, keys: Sequence[PartitionKey]) -> list[Any]:
+    """Spark expressions that cluster rows of one partition key tuple into one task."""
+    from pyspark.sql import functions as F
+
+    out = []
+    for k in keys:
+        col = F.col(f"`{df.columns[k.column_index]}`")
+        transform = {"year": F.year, "month": F.month, "day": F.dayofmonth, "hour": F.hour}.get(k.transform)
+        out.append(transform(col) if transform else col)
+    return out
+
+
+def write_files(df: DataFrame, spec: FileSpec) -> list[NewDataFile]:
+    """Run the Spark job writing `df` (already conformed) as Parquet under `spec.table_dir`."""
+    if spec.keys:
+        df = df.repartition(*partition_exprs(df, spec.keys))
+    out = df.mapInArrow(functools.partial(write_batches, spec=spec), "file string")
+    return [file_from_json(r[0]) for r in out.collect()]

@@ -1,0 +1,385 @@
+"""`write`: load files or a query result into a table through Spark and commit one snapshot (spec §4–§6)."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ducklake_cli.catalog.models import ColumnInfo, LakeMetadata, NewDataFile, SchemaInfo, TableInfo
+from ducklake_cli.errors import CommitConflictError, DuckLakeError, NotFoundError, UsageError
+from ducklake_cli.ops.results import Section
+from ducklake_cli.storage.paths import ensure_dir
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from ducklake_cli.api import Lake
+    from ducklake_cli.catalog.transaction import Transaction
+    from ducklake_cli.engine.parquet_files import FileSpec, PartitionKey
+
+MODES = ("append", "overwrite", "create")
+DEFAULT_INLINE_LIMIT = 10
+_TRANSFORM = re.compile(r"^\s*(year|month|day|hour)\s*\(\s*([^()]+?)\s*\)\s*$"
+                        r"|^\s*bucket\s*\(\s*(\d+)\s*,\s*([^()]+?)\s*\)\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
+
+
+class TableExistsError(DuckLakeError):
+    """`--mode create` on a table that exists."""
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What one write committed."""
+
+    table: str
+    mode: str
+    snapshot_id: int | None
+    rows: int
+    files: int
+    bytes_written: int
+    inlined_rows: int
+    created_table: bool
+    paths: tuple[str, ...] = field(default=(), repr=False)
+
+    def sections(self) -> list[Section]:
+        """One key/value section for the table renderer."""
+        rows = [("table", self.table), ("mode", self.mode),
+                ("snapshot", "nothing committed" if self.snapshot_id is None else self.snapshot_id),
+                ("rows written", self.rows), ("data files", self.files), ("bytes written", self.bytes_written),
+                ("rows inlined in the catalog", self.inlined_rows), ("table created", self.created_table)]
+        return [Section("write", ("field", "value"), tuple(rows))]
+
+    def to_json(self) -> dict[str, Any]:
+        """Stable JSON (README: `write --format json`)."""
+        return {"table": self.table, "mode": self.mode, "snapshot_id": self.snapshot_id, "rows": self.rows,
+                "files": self.files, "bytes_written": self.bytes_written, "inlined_rows": self.inlined_rows,
+                "created_table": self.created_table}
+
+
+@dataclass(frozen=True)
+class PartitionRequest:
+    """One `--partition-by` item: a column and a transform (`identity`, `year`…, `bucket(N)`)."""
+
+    column: str
+    transform: str
+    buckets: int | None = None
+
+
+def parse_partition_by(items: Sequence[str]) -> list[PartitionRequest]:
+    """`region`, `day(ts)`, `bucket(8, id)` (repeatable, or comma-separated outside parentheses)."""
+    out = []
+    for item in items:
+        for part in re.split(r",(?![^()]*\))", item):
+            if not part.strip():
+                continue
+            m = _TRANSFORM.match(part)
+            if m and m.group(1):
+                out.append(PartitionRequest(m.group(2).strip('`"'), m.group(1).lower()))
+            elif m:
+                n = int(m.group(3))
+                if n <= 0:
+                    raise UsageError(f"--partition-by {part.strip()!r}: the bucket count must be positive")
+                out.append(PartitionRequest(m.group(4).strip('`"'), f"bucket({n})", n))
+            elif re.fullmatch(r"\s*[`\"]?[^()`\",]+[`\"]?\s*", part):
+                out.append(PartitionRequest(part.strip().strip('`"'), "identity"))
+            else:
+                raise UsageError(f"--partition-by {part.strip()!r} is not a column, year|month|day|hour(col) "
+                                 "or bucket(N, col)")
+    return out
+
+
+def parse_size(text: str) -> int:
+    """DuckDB's size syntax: `536870912`, `10MB` (10**6), `512MiB` (2**20)."""
+    m = _SIZE.match(text)
+    if not m:
+        raise UsageError(f"cannot read the size {text!r}")
+    unit = (m.group(2) or "").lower().rstrip("b")
+    base = 1024 if unit.endswith("i") else 1000
+    power = " kmgt".index(unit[0]) if unit and unit[0] in "kmgt" else 0
+    return int(float(m.group(1)) * base ** power)
+
+
+def split_table_name(name: str) -> tuple[str, str]:
+    """`schema.table` or `table` (schema main)."""
+    parts = [p.strip().strip('`"') for p in name.split(".")]
+    if len(parts) == 1 and parts[0]:
+        return "main", parts[0]
+    if len(parts) == 2 and all(parts):
+        return parts[0], parts[1]
+    raise UsageError(f"table name {name!r} must be TABLE or SCHEMA.TABLE")
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where the table lives (planned before the Spark job; the commit re-checks it)."""
+
+    schema_name: str
+    name: str
+    existing: TableInfo | None
+    schema: SchemaInfo | None
+    schema_dir_name: str
+    table_dir_name: str
+    table_dir: str
+    base_snapshot: int
+    meta: LakeMetadata
+
+
+def _option(meta: LakeMetadata, key: str, target: _Target | None = None) -> str | None:
+    t = target.existing if target else None
+    s = target.schema if target else None
+    return meta.option(key, table_id=t.table_id if t else None, schema_id=s.schema_id if s else None)
+
+
+def _plan_target(lake: Lake, schema_name: str, name: str, mode: str) -> _Target:
+    from ducklake_cli.catalog.writes import dir_name
+
+    with lake.reader() as r:
+        meta = r.metadata()
+        latest = r.latest_snapshot()
+        data_path = lake.data_path(r)
+        schema = next((x for x in r.schemas(latest.snapshot_id) if x.name == schema_name), None)
+        existing = None
+        if schema is not None:
+            existing = next((t for t in r.tables(latest.snapshot_id)
+                             if t.schema_id == schema.schema_id and t.name == name), None)
+    if meta.encrypted:
+        raise UsageError("this lake is encrypted; `ducklake write` cannot write encrypted files yet")
+    if existing is not None and mode == "create":
+        raise TableExistsError(f"table {schema_name}.{name} already exists",
+                               hint="use --mode append or --mode overwrite")
+    from ducklake_cli.storage.paths import schema_dir, table_dir
+
+    sdir_name = schema.path or "" if schema else dir_name(schema_name)
+    sdir = schema_dir(data_path, schema) if schema else ensure_dir(data_path) + sdir_name
+    tdir_name = existing.path or "" if existing else dir_name(name)
+    tdir = table_dir(data_path, schema, existing) if schema and existing else ensure_dir(sdir) + tdir_name
+    return _Target(schema_name, name, existing, schema, sdir_name, tdir_name, ensure_dir(tdir), latest.snapshot_id,
+                   meta)
+
+
+def _partition_keys(columns: Sequence[ColumnInfo], fields: Sequence[tuple[int, str]]) -> tuple[PartitionKey, ...]:
+    from ducklake_cli.engine.parquet_files import PartitionKey
+
+    by_id = {c.column_id: (i, c) for i, c in enumerate(columns)}
+    names = [("identity" if t == "identity" else t.split("(")[0]) for _, t in fields]
+    keys = []
+    for key_index, ((cid, transform), short) in enumerate(zip(fields, names, strict=True)):
+        if cid not in by_id:
+            raise UsageError("the table is partitioned by a nested or dropped column; `write` cannot place rows")
+        pos, col = by_id[cid]
+        dir_key = col.name if short == "identity" else (short if names.count(short) == 1 else f"{short}_{col.name}")
+        m = re.fullmatch(r"bucket\((\d+)\)", transform)
+        keys.append(PartitionKey(key_index, pos, col.type, "bucket" if m else transform,
+                                 int(m.group(1)) if m else None, dir_key))
+    return tuple(keys)
+
+
+def _resolve_partition(columns: Sequence[ColumnInfo], requests: Sequence[PartitionRequest]) -> list[tuple[int, str]]:
+    by_name = {c.name.lower(): c for c in columns}
+    out = []
+    for req in requests:
+        col = by_name.get(req.column.lower())
+        if col is None:
+            known = ", ".join(c.name for c in columns)
+            raise UsageError(f"--partition-by: no column {req.column!r} (columns: {known})")
+        if req.transform in ("year", "month", "day", "hour") and col.type not in (
+                "date", "timestamp", "timestamptz") or req.transform == "hour" and col.type == "date":
+            raise UsageError(f"--partition-by {req.transform}({col.name}): needs a date or timestamp column, "
+                             f"not {col.type}")
+        if col.children:
+            raise UsageError(f"--partition-by {col.name}: nested columns cannot be partition keys")
+        out.append((col.column_id, req.transform))
+    return out
+
+
+def _file_spec(lake: Lake, target: _Target, columns: Sequence[ColumnInfo],
+               partition: Sequence[tuple[int, str]]) -> FileSpec:
+    import pyarrow as pa
+
+    from ducklake_cli.engine.parquet_files import FileSpec
+    from ducklake_cli.engine.writer import arrow_field, leaves
+
+    meta = target.meta
+    level = _option(meta, "parquet_compression_level", target)
+    return FileSpec(
+        table_dir=target.table_dir, schema=pa.schema([arrow_field(c) for c in columns]), leaves=leaves(columns),
+        not_null=tuple(c.name for c in columns if not c.nulls_allowed), keys=_partition_keys(columns, partition),
+        compression=(_option(meta, "parquet_compression", target) or "snappy").lower(),
+        compression_level=int(level) if level else None,
+        row_group_size=int(_option(meta, "parquet_row_group_size", target) or 122_880),
+        target_file_size=parse_size(_option(meta, "target_file_size", target) or str(1 << 29)),
+        hive=(_option(meta, "hive_file_pattern", target) or "true").lower() == "true",
+        storage_options=dict(lake.storage_options))
+
+
+def _inline_limit(target: _Target, inline: bool, columns: Sequence[ColumnInfo], lake: Lake) -> int:
+    from ducklake_cli.catalog.writes import RESERVED_INLINE_NAMES
+
+    if not inline or lake.backend.name == "mysql":  # MySQL DDL commits implicitly: no atomic inlined tables
+        return 0
+    if any(c.name.lower() in RESERVED_INLINE_NAMES for c in columns):
+        return 0
+    return int(_option(target.meta, "data_inlining_row_limit", target) or DEFAULT_INLINE_LIMIT)
+
+
+def _read_back(lake: Lake, target: _Target, files: Sequence[NewDataFile], columns: Sequence[ColumnInfo]) -> Any:
+    """The rows of small just-written files (≤ the inlining limit), to inline instead."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ducklake_cli.storage.files import filesystem
+
+    tables = []
+    for f in files:
+        path = target.table_dir + f.path
+        with filesystem(path, lake.storage_options).open(path, "rb") as fh:
+            tables.append(pq.read_table(fh))
+    return pa.concat_tables(tables).select([c.name for c in columns])
+
+
+def _remove(lake: Lake, target: _Target, files: Sequence[NewDataFile]) -> None:
+    from ducklake_cli.storage.files import filesystem
+
+    for f in files:
+        path = target.table_dir + f.path
+        with contextlib.suppress(OSError):  # what stays is left for `maintain orphans`
+            filesystem(path, lake.storage_options).rm(path)
+
+
+def run_write(
+    lake: Lake,
+    table: str,
+    *,
+    source: Sequence[str] = (),
+    query: str | None = None,
+    input_format: str | None = None,
+    options: Mapping[str, str] | None = None,
+    mode: str = "append",
+    partition_by: Sequence[str] = (),
+    message: str | None = None,
+    author: str | None = None,
+    inline: bool = True,
+    ignore_extra_columns: bool = False,
+    snapshot: int | None = None,
+    as_of: dt.datetime | None = None,
+) -> WriteResult:
+    """Write files or a query's rows into `table` and commit exactly one snapshot."""
+    if mode not in MODES:
+        raise UsageError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if bool(source) == bool(query):
+        raise UsageError("give exactly one of --from and --query")
+    if input_format and input_format not in ("parquet", "csv", "json", "orc"):
+        raise UsageError(f"--input-format must be parquet, csv, json or orc, not {input_format!r}")
+    requests = parse_partition_by(partition_by)
+    schema_name, name = split_table_name(table)
+    target = _plan_target(lake, schema_name, name, mode)
+    if (_option(target.meta, "require_commit_message") or "false").lower() == "true" and not message:
+        raise UsageError("this lake requires a commit message", hint="pass --message")
+
+    from ducklake_cli.engine.writer import columns_from_spark, conform, read_input, write_files
+    from ducklake_cli.ops.query import spark_errors, sql_dataframe
+
+    spark = lake.spark()
+    with spark_errors():
+        df: DataFrame = (read_input(spark, list(source), input_format, options or {}) if source
+                         else sql_dataframe(lake, query or "", snapshot=snapshot, as_of=as_of))
+        if target.existing is not None:
+            columns = target.existing.columns
+            partition = [(f.column_id, f.transform) for f in target.existing.partition.fields] \
+                if target.existing.partition else []
+            if requests and _resolve_partition(columns, requests) != partition:
+                raise UsageError(f"table {schema_name}.{name} exists with another partitioning",
+                                 hint="omit --partition-by when appending to an existing table")
+        else:
+            columns = columns_from_spark(df.schema)
+            partition = _resolve_partition(columns, requests)
+        df = conform(df, columns, ignore_extra=ignore_extra_columns)
+        spec = _file_spec(lake, target, columns, partition)
+        files = write_files(df, spec)
+    return _commit(lake, target, columns, partition, files, mode=mode, message=message, author=author,
+                   limit=_inline_limit(target, inline, columns, lake))
+
+
+def _commit(lake: Lake, target: _Target, columns: Sequence[ColumnInfo], partition: Sequence[tuple[int, str]],
+            files: list[NewDataFile], *, mode: str, message: str | None, author: str | None,
+            limit: int) -> WriteResult:
+    from ducklake_cli.catalog.inlined import encode_inlined
+    from ducklake_cli.catalog.transaction import commit
+    from ducklake_cli.engine.parquet_files import data_stats
+    from ducklake_cli.engine.writer import leaves
+
+    rows = sum(f.record_count for f in files)
+    inlined: list[list[tuple[str | None, Any]]] = []
+    inline_stats: tuple[Any, ...] = ()
+    if files and 0 < rows <= limit:
+        data = _read_back(lake, target, files, columns)
+        inlined = encode_inlined(data, columns)
+        inline_stats = data_stats(data, leaves(columns))
+        _remove(lake, target, files)
+        files = []
+    created = target.existing is None
+
+    def build(tx: Transaction) -> None:
+        _check_conflicts(tx, target, mode)
+        from ducklake_cli.catalog.writes import TableWrite, create_table, ensure_schema
+
+        table = _table_at(tx, target)
+        if table is None:
+            schema = ensure_schema(tx, target.schema_name, path=target.schema_dir_name)
+            planned = ensure_dir(target.schema_dir_name)
+            path = (target.table_dir_name, True) if (schema.path or "") == planned else (target.table_dir, False)
+            table = create_table(tx, schema, target.name, columns, partition, inline=limit > 0, path=path)
+        tw = TableWrite(tx, table)
+        if mode == "overwrite" and not created:
+            tw.end_live_data()
+        tw.add_files(files)
+        if inlined:
+            tw.add_inlined(inlined, inline_stats)
+        tw.finish()
+
+    try:
+        snapshot_id = commit(lambda: lake.connection(write=True), lake.backend, build, author=author, message=message)
+    except BaseException:
+        _remove(lake, target, files)
+        raise
+    return WriteResult(f"{target.schema_name}.{target.name}", mode, snapshot_id, rows, len(files),
+                       sum(f.file_size_bytes for f in files), len(inlined), created and snapshot_id is not None,
+                       tuple(target.table_dir + f.path for f in files))
+
+
+def _table_at(tx: Transaction, target: _Target) -> TableInfo | None:
+    latest = tx.latest.snapshot_id
+    for sch in tx.reader.schemas(latest):
+        if sch.name == target.schema_name:
+            return next((t for t in tx.reader.tables(latest) if t.schema_id == sch.schema_id and t.name == target.name),
+                        None)
+    return None
+
+
+def _check_conflicts(tx: Transaction, target: _Target, mode: str) -> None:
+    """Spec §5.5 for a write: what others committed since we planned must not touch our table."""
+    if tx.latest.snapshot_id == target.base_snapshot:
+        return
+    other = tx.changes_since(target.base_snapshot)
+    qualified = f"{target.schema_name}.{target.name}"
+    if target.existing is None:
+        if qualified in other.get("tables_created", set()):
+            raise CommitConflictError(f"another writer created table {qualified} meanwhile",
+                                      hint="nothing was changed; rerun with --mode append")
+        return
+    tid = str(target.existing.table_id)
+    blocking = ["tables_dropped", "tables_altered", "tables_deleted_from", "inlined_delete"]
+    if mode == "overwrite":
+        blocking += ["tables_inserted_into", "inlined_insert", "merge_adjacent", "rewrite_delete", "flushed_inlined"]
+    for key in blocking:
+        if tid in other.get(key, set()):
+            raise CommitConflictError(
+                f"another writer changed table {qualified} meanwhile ({key.replace('_', ' ')})",
+                hint="nothing was changed; rerun the write")
+    if _table_at(tx, target) is None:
+        raise NotFoundError(f"table {qualified} was dropped meanwhile")
