@@ -12,6 +12,7 @@ import typer
 from ducklake_cli._version import __version__
 from ducklake_cli.cli.create import create_catalog
 from ducklake_cli.cli.inspect import inspect
+from ducklake_cli.cli.maintain import expire, maintain_app, orphans
 from ducklake_cli.cli.query import query
 from ducklake_cli.errors import DuckLakeError
 
@@ -26,6 +27,9 @@ app = typer.Typer(
 app.command("create-catalog")(create_catalog)
 app.command("inspect")(inspect)
 app.command("query")(query)
+app.add_typer(maintain_app, name="maintain")
+app.command("expire-snapshots", help="Same as `maintain expire`.")(expire)
+app.command("cleanup-orphans", help="Same as `maintain orphans`.")(orphans)
 
 
 def _version(value: bool) -> None:

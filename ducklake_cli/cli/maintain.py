@@ -1,0 +1,191 @@
+"""`ducklake maintain …` (and the aliases `expire-snapshots`, `cleanup-orphans`): plan → dry run → confirm → apply."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ducklake_cli.cli.common import (
+    DataPathOpt,
+    DebugOpt,
+    FormatOpt,
+    MetadataSchemaOpt,
+    OptionalCatalogArg,
+    open_lake,
+    resolve_catalog,
+)
+from ducklake_cli.cli.render import OutputFormat, message, render
+from ducklake_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from ducklake_cli.api import Lake
+    from ducklake_cli.ops.plan import Plan
+
+maintain_app = typer.Typer(
+    name="maintain",
+    help="Expire snapshots and delete unused files; safe to run from cron (plan, --dry-run, --yes, JSON summary).",
+    no_args_is_help=True,
+)
+
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the plan and change nothing.")]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (also implied when stdin is "
+                                                          "not a terminal).")]
+AllOpt = Annotated[bool, typer.Option("--all", help="Ignore file age: every candidate qualifies.")]
+
+
+def _age_option(default_text: str) -> object:
+    return typer.Option("--older-than", help=f"An age (7d, 12h, 2w, 30m, '1 week') or an ISO time. {default_text}",
+                        show_default=False)
+
+
+def run_plan(
+    make_plan: Callable[[Lake], Plan],
+    *,
+    catalog: str | None,
+    data_path: str | None,
+    metadata_schema: str | None,
+    dry_run: bool,
+    yes: bool,
+    fmt: OutputFormat,
+) -> None:
+    """The shared flow of every destructive verb: build the plan read-only, print it, stop on --dry-run, ask
+    (unless --yes or stdin is not a terminal), apply, print the summary."""
+    resolved = resolve_catalog(catalog, data_path=data_path, metadata_schema=metadata_schema)
+    with open_lake(resolved, read_only=dry_run) as lake:
+        plan = make_plan(lake)
+        report = plan.report()
+        if dry_run or plan.is_empty():
+            render(report, fmt)
+            if fmt is OutputFormat.table:
+                message(report.headline() + (" (dry run: nothing changed)" if dry_run else " — nothing to do"))
+            return
+        if fmt is OutputFormat.table:
+            render(report, fmt)
+        if not yes and sys.stdin.isatty() and not typer.confirm(plan.question(), default=False, err=True):
+            message("aborted: nothing changed")
+            raise typer.Exit(1)
+        result = plan.apply(lake)
+    if fmt is OutputFormat.table:
+        message(result.headline())
+    else:
+        render(result, fmt)
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _ids(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in text.replace(" ", "").split(",") if p)
+    except ValueError:
+        raise UsageError(f"--snapshots {text!r}: expected snapshot ids separated by commas, e.g. 3,4,7") from None
+
+
+@maintain_app.command("expire")
+def expire(
+    catalog: OptionalCatalogArg = None,
+    older_than: Annotated[str | None, _age_option("Default: the catalog option expire_older_than.")] = None,
+    keep_last: Annotated[int | None, typer.Option("--keep-last", help="Keep the newest N snapshots (combines with "
+                                                                      "--older-than).", show_default=False)] = None,
+    snapshots: Annotated[str | None, typer.Option("--snapshots", help="Expire exactly these ids, e.g. 3,4,7.",
+                                                  show_default=False)] = None,
+    dry_run: DryRunOpt = False,
+    yes: YesOpt = False,
+    data_path: DataPathOpt = None,
+    metadata_schema: MetadataSchemaOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    debug: DebugOpt = False,
+) -> None:
+    """Expire old snapshots: remove them and every catalog row only they use, and schedule the files only they
+    used for deletion (`maintain cleanup` deletes them later). Never the latest snapshot; no Spark.
+
+    Examples:
+
+      ducklake maintain expire lake.sqlite --older-than 7d --dry-run
+
+      ducklake maintain expire lake.sqlite --older-than 2w --keep-last 100 --yes --format json
+
+      ducklake maintain expire postgresql://lake@db/lake --snapshots 3,4,7
+    """
+    from ducklake_cli.ops.expire import ExpireCriteria, plan_expire
+    from ducklake_cli.ops.plan import threshold
+
+    now = _now()
+    criteria = ExpireCriteria(
+        older_than=threshold(older_than, now=now) if older_than else None, keep_last=keep_last,
+        snapshot_ids=_ids(snapshots) if snapshots is not None else None,
+    )
+    run_plan(lambda lake: plan_expire(lake, criteria, now=now), catalog=catalog, data_path=data_path,
+             metadata_schema=metadata_schema, dry_run=dry_run, yes=yes, fmt=fmt)
+
+
+@maintain_app.command("cleanup")
+def cleanup(
+    catalog: OptionalCatalogArg = None,
+    older_than: Annotated[str | None, _age_option("Default: the catalog option delete_older_than, else 2 days.")]
+    = None,
+    all_files: AllOpt = False,
+    dry_run: DryRunOpt = False,
+    yes: YesOpt = False,
+    data_path: DataPathOpt = None,
+    metadata_schema: MetadataSchemaOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    debug: DebugOpt = False,
+) -> None:
+    """Delete the files scheduled for deletion (by expire, compaction, rewrites) long enough ago, then their
+    catalog rows. Never a file outside the data path or one a catalog row still references.
+
+    Examples:
+
+      ducklake maintain cleanup lake.sqlite --dry-run
+
+      ducklake maintain cleanup lake.sqlite --older-than 1d --yes --format json
+    """
+    from ducklake_cli.ops.cleanup import plan_cleanup
+    from ducklake_cli.ops.plan import threshold
+
+    if all_files and older_than:
+        raise UsageError("--all and --older-than cannot be used together")
+    now = _now()
+    before = threshold(older_than, now=now) if older_than else None
+    run_plan(lambda lake: plan_cleanup(lake, older_than=before, all_files=all_files, now=now), catalog=catalog,
+             data_path=data_path, metadata_schema=metadata_schema, dry_run=dry_run, yes=yes, fmt=fmt)
+
+
+@maintain_app.command("orphans")
+def orphans(
+    catalog: OptionalCatalogArg = None,
+    older_than: Annotated[str | None, _age_option("Grace period; default: the catalog option delete_older_than, "
+                                                  "else 2 days.")] = None,
+    all_files: AllOpt = False,
+    dry_run: DryRunOpt = False,
+    yes: YesOpt = False,
+    data_path: DataPathOpt = None,
+    metadata_schema: MetadataSchemaOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    debug: DebugOpt = False,
+) -> None:
+    """Delete DuckLake data and delete files (.parquet, .puffin) under the data path that no catalog row
+    references, once older than the grace period. Lists schema and table prefixes in parallel (local or S3);
+    never follows links, never touches the catalog file or any other file.
+
+    Examples:
+
+      ducklake maintain orphans lake.sqlite --dry-run
+
+      ducklake cleanup-orphans prod --older-than 7d --yes --format json
+    """
+    from ducklake_cli.ops.cleanup import plan_orphans
+    from ducklake_cli.ops.plan import threshold
+
+    if all_files and older_than:
+        raise UsageError("--all and --older-than cannot be used together")
+    now = _now()
+    before = threshold(older_than, now=now) if older_than else None
+    run_plan(lambda lake: plan_orphans(lake, older_than=before, all_files=all_files, now=now), catalog=catalog,
+             data_path=data_path, metadata_schema=metadata_schema, dry_run=dry_run, yes=yes, fmt=fmt)
