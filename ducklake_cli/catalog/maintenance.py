@@ -98,6 +98,12 @@ def snapshot_times(conn: Connection, backend: Backend) -> list[SnapshotTime]:
     return out
 
 
+def snapshot_ids(conn: Connection) -> list[int]:
+    """Every snapshot id, ascending."""
+    sn = s.snapshot_t
+    return [int(r[0]) for r in conn.execute(select(sn.c.snapshot_id).order_by(sn.c.snapshot_id))]
+
+
 @dataclass(frozen=True)
 class SnapshotSet:
     """Snapshot ids chosen among the existing ones; `matches(column)` is their SQL predicate."""

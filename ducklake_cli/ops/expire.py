@@ -137,7 +137,7 @@ class ExpirePlan(Plan):
         when = now or dt.datetime.now(dt.UTC)
         with lake.connection(write=True) as conn:
             m.lock_snapshots(conn, lake.backend)
-            existing = [t.snapshot_id for t in m.snapshot_times(conn, lake.backend)]
+            existing = m.snapshot_ids(conn)
             latest = max(existing)
             ids = sorted((set(self.snapshot_ids) & set(existing)) - {latest})
             exp = _expiry(conn, lake.backend, ids, existing, self.data_path)

@@ -269,7 +269,8 @@ def test_expire_cleanup_orphans_match_duckdb(backend: str, tmp_path: Path, reque
 
         # a second run of every verb changes nothing
         state = (b.rows(), b.files())
-        for verb in (["expire", "--older-than", cut.isoformat()], ["cleanup", "--all"], ["orphans", "--older-than", "1d"]):
+        verbs = (["expire", "--older-than", cut.isoformat()], ["cleanup", "--all"], ["orphans", "--older-than", "1d"])
+        for verb in verbs:
             again = ours(b, *verb)
             assert again["snapshots_expired"] == again["files_scheduled"] == again["files_deleted"] == 0, verb
         assert (b.rows(), b.files()) == state
