@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -86,6 +86,19 @@ def _ids(text: str) -> tuple[int, ...]:
         raise UsageError(f"--snapshots {text!r}: expected snapshot ids separated by commas, e.g. 3,4,7") from None
 
 
+def _file_verb(verb: str, older_than: str | None, all_files: bool, **common: Any) -> None:
+    """cleanup and orphans: an age threshold or --all, then the shared plan flow."""
+    from ducklake_cli.ops import cleanup as ops
+    from ducklake_cli.ops.plan import threshold
+
+    if all_files and older_than:
+        raise UsageError("--all and --older-than cannot be used together")
+    now = _now()
+    before = threshold(older_than, now=now) if older_than else None
+    make = ops.plan_cleanup if verb == "cleanup" else ops.plan_orphans
+    run_plan(lambda lake: make(lake, older_than=before, all_files=all_files, now=now), **common)
+
+
 @maintain_app.command("expire")
 def expire(
     catalog: OptionalCatalogArg = None,
@@ -146,15 +159,8 @@ def cleanup(
 
       ducklake maintain cleanup lake.sqlite --older-than 1d --yes --format json
     """
-    from ducklake_cli.ops.cleanup import plan_cleanup
-    from ducklake_cli.ops.plan import threshold
-
-    if all_files and older_than:
-        raise UsageError("--all and --older-than cannot be used together")
-    now = _now()
-    before = threshold(older_than, now=now) if older_than else None
-    run_plan(lambda lake: plan_cleanup(lake, older_than=before, all_files=all_files, now=now), catalog=catalog,
-             data_path=data_path, metadata_schema=metadata_schema, dry_run=dry_run, yes=yes, fmt=fmt)
+    _file_verb("cleanup", older_than, all_files, catalog=catalog, data_path=data_path,
+               metadata_schema=metadata_schema, dry_run=dry_run, yes=yes, fmt=fmt)
 
 
 @maintain_app.command("orphans")
@@ -180,12 +186,5 @@ def orphans(
 
       ducklake cleanup-orphans prod --older-than 7d --yes --format json
     """
-    from ducklake_cli.ops.cleanup import plan_orphans
-    from ducklake_cli.ops.plan import threshold
-
-    if all_files and older_than:
-        raise UsageError("--all and --older-than cannot be used together")
-    now = _now()
-    before = threshold(older_than, now=now) if older_than else None
-    run_plan(lambda lake: plan_orphans(lake, older_than=before, all_files=all_files, now=now), catalog=catalog,
-             data_path=data_path, metadata_schema=metadata_schema, dry_run=dry_run, yes=yes, fmt=fmt)
+    _file_verb("orphans", older_than, all_files, catalog=catalog, data_path=data_path,
+               metadata_schema=metadata_schema, dry_run=dry_run, yes=yes, fmt=fmt)
