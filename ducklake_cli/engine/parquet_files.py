@@ -301,7 +301,7 @@ def write_batches(batches: Iterator[pa.RecordBatch], spec: FileSpec) -> Iterator
             continue
         table = pa.Table.from_batches([raw]).rename_columns(spec.schema.names).cast(spec.schema)
         _check_not_null(table, spec.not_null)
-        for batch in table.to_batches():
+        for batch in table.to_batches(max_chunksize=spec.row_group_size):  # rotation is checked per row group
             for values, part in _split(batch, spec.keys):
                 f = open_files.get(values)
                 if f is None:
