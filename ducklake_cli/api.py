@@ -87,7 +87,7 @@ class Lake:
         """The Spark session this lake's reads run on (started on first use)."""
         from ducklake_cli.engine.session import SparkSettings, build_session
 
-        return build_session(self.spark_settings or SparkSettings())
+        return build_session(self.spark_settings or SparkSettings(), storage_options=self.storage_options)
 
     def table(
         self, name: str, *, snapshot: int | None = None, as_of: dt.datetime | None = None,

@@ -121,6 +121,28 @@ def load_config(path: Path | None, env: Mapping[str, str]) -> Config:
     return Config(path, profiles, default)
 
 
+def storage_options(profile_storage: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """The profile's `[storage]` settings as s3fs options; `AWS_*` variables fill what it leaves out.
+
+    Credentials count as one group: a profile naming `key`, `token`, `anon` or an AWS `profile` takes none
+    of `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` / `AWS_SESSION_TOKEN` from the environment.
+    """
+    from ducklake_cli.storage.files import s3_storage_options
+
+    opts = s3_storage_options(profile_storage)
+    client = opts.get("client_kwargs") or {}
+    fill: dict[str, Any] = {}
+    if "endpoint_url" not in client and (endpoint := env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")):
+        fill["endpoint_url"] = endpoint
+    if "region_name" not in client and (region := env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")):
+        fill["region"] = region
+    own_credentials = {"key", "secret", "token", "anon", "profile"} & opts.keys()
+    if not own_credentials and env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):
+        fill.update(key=env["AWS_ACCESS_KEY_ID"], secret=env["AWS_SECRET_ACCESS_KEY"],
+                    token=env.get("AWS_SESSION_TOKEN"))
+    return s3_storage_options({**fill, **profile_storage}) if fill else opts
+
+
 def resolve(
     catalog: str | None,
     *,
@@ -153,10 +175,11 @@ def resolve(
     return Resolved(
         target=target.with_schema(schema),
         data_path=data_path or (profile.data_path if profile else None),
-        storage_options=dict(profile.storage) if profile else {},
+        storage_options=storage_options(profile.storage if profile else {}, env),
         spark_conf=dict(profile.spark) if profile else {},
-        master=profile.master if profile else None,
-        remote=profile.remote if profile else None,
+        # $DUCKLAKE_REMOTE (environment) beats the profile's `master` and `remote`.
+        master=None if env.get("DUCKLAKE_REMOTE") else (profile.master if profile else None),
+        remote=env.get("DUCKLAKE_REMOTE") or (profile.remote if profile else None),
         profile=profile.name if profile else None,
     )
 
@@ -166,3 +189,28 @@ def resolve_from_environment(catalog: str | None, **kwargs: Any) -> Resolved:
     env = dict(os.environ)
     config = load_config(find_config(env, Path.cwd()), env)
     return resolve(catalog, config=config, env=env, **kwargs)
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """What `ducklake spark start` needs: where to record the server, and a profile's Spark settings."""
+
+    state_dir: Path
+    spark_conf: Mapping[str, str] = field(default_factory=dict, repr=False)
+    master: str | None = None
+
+
+def server_settings(profile: str | None, *, env: Mapping[str, str] | None = None) -> ServerSettings:
+    """State dir (`$XDG_STATE_HOME/ducklake`, else `~/.local/state/ducklake`) and the `[spark]` table and
+    `master` of `profile` (default: the config's default profile, if any)."""
+    env = dict(os.environ) if env is None else env
+    home = Path(env.get("HOME", "~")).expanduser()
+    base = Path(env["XDG_STATE_HOME"]).expanduser() if env.get("XDG_STATE_HOME") else home / ".local" / "state"
+    config = load_config(find_config(env, Path.cwd()), env)
+    name = profile or config.default_profile
+    if name is None:
+        return ServerSettings(base / "ducklake")
+    if name not in config.profiles:
+        raise ConfigError(f"no profile {name!r} in {config.path or 'any ducklake.toml'}")
+    chosen = config.profiles[name]
+    return ServerSettings(base / "ducklake", dict(chosen.spark), chosen.master)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.errors import DuckLakeError
 
@@ -29,6 +30,23 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.driver.memory": "2g",
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
 }
+
+
+# Durations as plain numbers (ms, or s where Hadoop reads seconds): older hadoop-aws jars cannot parse the
+# "60s"-style defaults of Hadoop 3.4+; for matching jars these are the same values.
+S3A_DEFAULTS: dict[str, str] = {
+    "fs.s3a.connection.establish.timeout": "30000",
+    "fs.s3a.connection.timeout": "200000",
+    "fs.s3a.connection.ttl": "300000",
+    "fs.s3a.threads.keepalivetime": "60",
+    "fs.s3a.multipart.purge.age": "86400",
+    "fs.s3a.retry.interval": "500",
+    "fs.s3a.retry.throttle.interval": "100",
+    "fs.s3a.assumed.role.session.duration": "1800",
+}
+# Hadoop settings that hold a credential: never in SparkConf (Spark UI, event log, `spark.conf` dumps).
+S3A_SECRETS = frozenset({"fs.s3a.access.key", "fs.s3a.secret.key", "fs.s3a.session.token"})
+_remote_sessions: list[SparkSession] = []
 
 
 class SparkError(DuckLakeError):
@@ -68,8 +86,48 @@ def _get_or_create(builder: SparkSession.Builder, *, quiet: bool) -> SparkSessio
         os.close(fd)
 
 
-def build_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
-    """Get or create the Spark session for these settings (a remote one through Spark Connect)."""
+def s3a_conf(storage_options: Mapping[str, Any]) -> dict[str, str]:
+    """Hadoop s3a settings (`fs.s3a.*`) equivalent to s3fs storage options; empty when none are given."""
+    if not storage_options:
+        return {}
+    opts = dict(storage_options)
+    client = dict(opts.get("client_kwargs") or {})
+    s3_config = dict((opts.get("config_kwargs") or {}).get("s3") or {})
+    conf = dict(S3A_DEFAULTS)
+    endpoint = client.get("endpoint_url")
+    if endpoint:
+        conf["fs.s3a.endpoint"] = str(endpoint)
+        conf["fs.s3a.connection.ssl.enabled"] = "false" if str(endpoint).startswith("http://") else "true"
+    if client.get("region_name"):
+        conf["fs.s3a.endpoint.region"] = str(client["region_name"])
+    if s3_config.get("addressing_style"):
+        conf["fs.s3a.path.style.access"] = "true" if s3_config["addressing_style"] == "path" else "false"
+    if opts.get("anon") in (True, "true", "1"):
+        conf["fs.s3a.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider"
+    elif opts.get("key") and opts.get("secret"):
+        conf["fs.s3a.access.key"] = str(opts["key"])
+        conf["fs.s3a.secret.key"] = str(opts["secret"])
+        if opts.get("token"):
+            conf["fs.s3a.session.token"] = str(opts["token"])
+            conf["fs.s3a.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+        else:
+            conf["fs.s3a.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+    return conf
+
+
+def _set_hadoop_conf(spark: SparkSession, conf: Mapping[str, str], user: Mapping[str, str]) -> None:
+    """Set s3a settings on the JVM's Hadoop configuration (shipped to executors with each scan, not logged)."""
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in conf.items():
+        if f"spark.hadoop.{key}" not in user:  # the user's own `spark.hadoop.*` settings win
+            hadoop.set(key, value)
+
+
+def build_session(
+    settings: SparkSettings = SparkSettings(), *, storage_options: Mapping[str, Any] | None = None
+) -> SparkSession:
+    """Get or create the Spark session for these settings (a remote one through Spark Connect); `storage_options`
+    (s3fs form) become the session's s3a settings."""
     if settings.master and settings.remote:
         raise DuckLakeError("--master and --remote cannot be used together")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -81,9 +139,13 @@ def build_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
     quiet = f"-Dlog4j.configurationFile=file:{log_conf}"
     conf = {**DEFAULT_CONF, "spark.driver.extraJavaOptions": quiet, "spark.executor.extraJavaOptions": quiet,
             **dict(settings.conf), **REQUIRED_CONF}
+    s3a = s3a_conf(storage_options or {})
     if settings.remote:
+        _check_reachable(settings.remote)
         builder = builder.remote(settings.remote)
+        # Session settings only: one config request at creation; s3a keys reach this session's Hadoop conf.
         conf = {k: v for k, v in conf.items() if k.startswith("spark.sql.")}
+        conf.update({k: v for k, v in s3a.items() if f"spark.hadoop.{k}" not in settings.conf})
     else:
         builder = builder.master(settings.master or "local[*]")
     for key, value in conf.items():
@@ -94,17 +156,53 @@ def build_session(settings: SparkSettings = SparkSettings()) -> SparkSession:
         where = settings.remote or settings.master or "local[*]"
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SparkError(f"could not start Spark ({where}): {first} (log: {spark_log_path()})") from exc
-    if not settings.remote:
+    if settings.remote:
+        if not any(s is spark for s in _remote_sessions):
+            _remote_sessions.append(spark)
+    else:
         spark.sparkContext.setLogLevel("ERROR")
+        if s3a:
+            _set_hadoop_conf(spark, s3a, settings.conf)
     if settings.quiet:
         import logging
 
         # PySpark logs every failed query as a JSON blob on stderr; our error line says it once.
         for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
             logging.getLogger(name).setLevel(logging.CRITICAL + 1)
-    for key, value in REQUIRED_CONF.items():
-        spark.conf.set(key, value)  # an existing session (getOrCreate) may predate our settings
+    if not settings.remote:  # Spark Connect's getOrCreate applied them already, in one request
+        for key, value in REQUIRED_CONF.items():
+            spark.conf.set(key, value)  # an existing session (getOrCreate) may predate our settings
     return spark
+
+
+def _check_reachable(url: str) -> None:
+    """Fail at once when nothing listens at a `sc://host:port` URL (the Connect client retries for minutes)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname or "localhost", parts.port or 15002
+    except ValueError as exc:
+        raise SparkError(f"not a Spark Connect URL: {url} (expected sc://host:port)") from exc
+    if parts.scheme != "sc":
+        raise SparkError(f"not a Spark Connect URL: {url} (expected sc://host:port)")
+    try:
+        socket.create_connection((host, port), timeout=10).close()
+    except OSError as exc:
+        raise SparkError(f"cannot reach the Spark Connect server at {url}: {exc.strerror or exc}",
+                         hint="start one with `ducklake spark start`, or check --remote / $DUCKLAKE_REMOTE") from exc
+
+
+def release_remote_sessions() -> bool:
+    """Release the Spark Connect sessions this process opened (server-side state goes at once, not after
+    the server's idle timeout); whether there were any."""
+    had = bool(_remote_sessions)
+    while _remote_sessions:
+        session = _remote_sessions.pop()
+        with contextlib.suppress(Exception):  # the server may be gone already; nothing left to release then
+            session.stop()
+    return had
 
 
 def translate_spark_error(exc: Exception) -> DuckLakeError:
