@@ -14,6 +14,7 @@ from ducklake_cli.cli.create import create_catalog
 from ducklake_cli.cli.inspect import inspect
 from ducklake_cli.cli.maintain import expire, maintain_app, orphans
 from ducklake_cli.cli.query import query
+from ducklake_cli.cli.spark import spark_app
 from ducklake_cli.cli.write import write
 from ducklake_cli.errors import DuckLakeError
 
@@ -29,6 +30,7 @@ app.command("create-catalog")(create_catalog)
 app.command("inspect")(inspect)
 app.command("query")(query)
 app.command("write")(write)
+app.add_typer(spark_app, name="spark")
 app.add_typer(maintain_app, name="maintain")
 app.command("expire-snapshots", help="Same as `maintain expire`.")(expire)
 app.command("cleanup-orphans", help="Same as `maintain orphans`.")(orphans)

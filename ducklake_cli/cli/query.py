@@ -14,6 +14,7 @@ from ducklake_cli.cli.common import (
     FormatOpt,
     MetadataSchemaOpt,
     SnapshotOpt,
+    finish_spark,
     open_lake,
     parse_time,
     resolve_catalog,
@@ -71,3 +72,4 @@ def query(
     render(result, fmt)
     if result.truncated and fmt is OutputFormat.table:
         message(f"showing the first {len(result.rows):,} rows; use --limit, or --output FILE for all")
+    finish_spark()

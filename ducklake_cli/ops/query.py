@@ -264,8 +264,9 @@ def _execute(
         return QueryResult(columns=tuple(df.columns), rows=(), output=output, row_count=count)
     display = 10_000 if limit is None else limit
     rows = df.limit(display + 1).collect()
-    return QueryResult(columns=tuple(df.columns), rows=tuple(tuple(r) for r in rows[:display]),
-                       truncated=len(rows) > display)
+    # Column names from the rows when there are any: `df.columns` costs Spark Connect one more round trip.
+    columns = tuple(rows[0].__fields__) if rows else tuple(df.columns)
+    return QueryResult(columns=columns, rows=tuple(tuple(r) for r in rows[:display]), truncated=len(rows) > display)
 
 
 def _spark_plan(df: DataFrame) -> str:
