@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import Spot, run_cli
-from tests.engine.cluster import standalone_cluster
 from tests.fixtures.lakes import build_lake
 from tests.fixtures.oracle import oracle_connect
-
-
-@pytest.fixture(scope="module")
-def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with standalone_cluster(tmp_path_factory.mktemp("spark-cluster")) as url:
-        yield url
-
 
 # scenario, table, snapshot offset from the end (0 = latest), an ORDER BY making rows comparable
 CASES = [
