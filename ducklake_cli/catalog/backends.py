@@ -75,6 +75,24 @@ class Backend:
         """How to select an inlined-data column so its value can be decoded (default: as stored)."""
         return quoted_column
 
+    # Integer-like DuckLake types stored as BIGINT in SQLite/MySQL inlined tables.
+    _INT_STORED: ClassVar[frozenset[str]] = frozenset(
+        {"boolean", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"})
+
+    def inlined_column_type(self, ducklake_type: str, duckdb_type: str) -> str:
+        """DDL type of a column of an inlined-data table (spec §4; SQLite's choices by default)."""
+        if ducklake_type in self._INT_STORED:
+            return "BIGINT"
+        return "BLOB" if ducklake_type == "blob" else "VARCHAR"
+
+    def inlined_value(self, ducklake_type: str, text: str | None, raw: Any) -> tuple[str, Any]:
+        """(SQL expression around the bind parameter `:v`, value) storing one inlined value."""
+        if text is None:
+            return ":v", None
+        if ducklake_type in self._INT_STORED:
+            return ":v", int(raw)
+        return ":v", bytes(raw) if ducklake_type == "blob" else text
+
     def create_schema_sql(self) -> str | None:
         """Statement creating the metadata schema, when one is configured."""
         if not self.metadata_schema:
@@ -187,6 +205,14 @@ class DuckDBBackend(Backend):
         """Native values as DuckDB text, which DuckDB casts back exactly (nested types included)."""
         return f"CAST({quoted_column} AS VARCHAR)"
 
+    def inlined_column_type(self, ducklake_type: str, duckdb_type: str) -> str:
+        """Native DuckDB types, nested ones included."""
+        return duckdb_type
+
+    def inlined_value(self, ducklake_type: str, text: str | None, raw: Any) -> tuple[str, Any]:
+        """DuckDB casts its own text rendering back."""
+        return ":v", text
+
     def list_tables(self, conn: Connection) -> set[str]:
         """Table names of the main schema of the file."""
         schema = self.metadata_schema or "main"
@@ -235,6 +261,30 @@ class PostgresBackend(Backend):
                     f"extract(month from {c})::bigint, ' months ', extract(day from {c})::bigint, ' days ', "
                     f"extract(epoch from ({c} - date_trunc('day', {c}))), ' seconds') END")
         return f"CAST({quoted_column} AS TEXT)"
+
+    _PG_NATIVE: ClassVar[dict[str, str]] = {
+        "boolean": "BOOLEAN", "int8": "SMALLINT", "int16": "SMALLINT", "uint8": "INTEGER", "int32": "INTEGER",
+        "uint16": "INTEGER", "uint32": "BIGINT", "int64": "BIGINT", "float32": "REAL", "float64": "DOUBLE PRECISION",
+    }
+
+    def inlined_column_type(self, ducklake_type: str, duckdb_type: str) -> str:
+        """What DuckDB's postgres scanner creates: native numbers, bytea for strings/blobs, text otherwise."""
+        if ducklake_type in self._PG_NATIVE:
+            return self._PG_NATIVE[ducklake_type]
+        if ducklake_type.startswith("decimal("):
+            return "NUMERIC"
+        return "BYTEA" if ducklake_type in ("varchar", "json", "blob") else "VARCHAR"
+
+    def inlined_value(self, ducklake_type: str, text: str | None, raw: Any) -> tuple[str, Any]:
+        """Numbers cast from DuckDB's text; strings as their UTF-8 bytes."""
+        if text is None:
+            return ":v", None
+        if ducklake_type in self._PG_NATIVE or ducklake_type.startswith("decimal("):
+            pg_type = "NUMERIC" if ducklake_type.startswith("decimal(") else self._PG_NATIVE[ducklake_type]
+            return f"CAST(:v AS {pg_type})", text
+        if ducklake_type == "blob":
+            return ":v", bytes(raw)
+        return (":v", text.encode("utf-8")) if ducklake_type in ("varchar", "json") else (":v", text)
 
     def list_tables(self, conn: Connection) -> set[str]:
         """Tables of the metadata schema (default: the first schema on the search path)."""
@@ -291,6 +341,12 @@ class MySQLBackend(Backend):
     def encode_timestamp(self, value: dt.datetime) -> object:
         """DATETIME has no zone: store UTC wall time."""
         return value.astimezone(dt.UTC).replace(tzinfo=None)
+
+    def inlined_column_type(self, ducklake_type: str, duckdb_type: str) -> str:
+        """Our MySQL layout (DuckDB has none): BIGINT for integers, LONGBLOB for blobs, LONGTEXT otherwise."""
+        if ducklake_type in self._INT_STORED:
+            return "BIGINT"
+        return "LONGBLOB" if ducklake_type == "blob" else "LONGTEXT"
 
     def quote(self, ident: str) -> str:
         """Backtick quoting."""
