@@ -20,23 +20,25 @@ import pytest
 
 from tests.conftest import REPO, Spot, run_cli
 from tests.engine.connect import ConnectServer
-from tests.engine.test_query_differential import LAST_SNAPSHOTS
 from tests.fixtures.lakes import build_lake
 
 pytestmark = pytest.mark.spark
 
-# Fallback-reader types (primitives), nested types, schema evolution, inlined rows, delete files, partitions.
-SCENARIOS = ["primitives", "nested", "evolution", "inlined", "deletes", "partitioned"]
+# Fallback-reader types (primitives), nested types, schema evolution, inlined rows, delete files and partitions.
+SCENARIOS = ["primitives", "nested", "evolution", "inlined", "deletes"]
 
 
-def _cases(tmp_path: Path) -> list[dict[str, Any]]:
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """The scenarios' lakes, built once by DuckDB for both deployments; the last two snapshots of each."""
+    tmp_path = tmp_path_factory.mktemp("connect-lakes")
     cases = []
     for scenario in SCENARIOS:
         cat, data = tmp_path / scenario / "cat.sqlite", tmp_path / scenario / "data"
         cat.parent.mkdir()
         ids = build_lake("sqlite", str(cat), data, scenario)
         cases.append({"backend": "sqlite", "catalog": str(cat), "oracle_target": str(cat), "data_path": str(data),
-                      "scenario": scenario, "snapshots": ids[-LAST_SNAPSHOTS:]})
+                      "scenario": scenario, "snapshots": ids[-2:]})
     return cases
 
 
@@ -49,12 +51,12 @@ def _differential(spark: dict[str, str], cases: list[dict[str, Any]]) -> None:
     assert not failures, "\n\n".join(f"{name}: {text}" for name, text in failures.items())
 
 
-def test_query_differential_through_spark_connect(spark_connect: ConnectServer, tmp_path: Path) -> None:
-    _differential({"remote": spark_connect.url}, _cases(tmp_path))
+def test_query_differential_through_spark_connect(spark_connect: ConnectServer, cases: list[dict[str, Any]]) -> None:
+    _differential({"remote": spark_connect.url}, cases)
 
 
-def test_query_differential_on_standalone_cluster(master: str, tmp_path: Path) -> None:
-    _differential({"master": master}, _cases(tmp_path))
+def test_query_differential_on_standalone_cluster(master: str, cases: list[dict[str, Any]]) -> None:
+    _differential({"master": master}, cases)
 
 
 @pytest.fixture
@@ -107,7 +109,7 @@ def test_warm_query_latency(spark_connect: ConnectServer, lake: Spot) -> None:
     cmd = [sys.executable, "-m", "ducklake_cli", "query", lake.catalog, "SELECT 1", "--remote", spark_connect.url]
     env = {k: v for k, v in os.environ.items() if k != "DUCKLAKE_CONFIG"}
     times = []
-    for _ in range(5):
+    for _ in range(3):
         start = time.perf_counter()
         res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60, check=False)
         times.append(time.perf_counter() - start)
