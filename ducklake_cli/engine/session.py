@@ -44,8 +44,6 @@ S3A_DEFAULTS: dict[str, str] = {
     "fs.s3a.retry.throttle.interval": "100",
     "fs.s3a.assumed.role.session.duration": "1800",
 }
-# Hadoop settings that hold a credential: never in SparkConf (Spark UI, event log, `spark.conf` dumps).
-S3A_SECRETS = frozenset({"fs.s3a.access.key", "fs.s3a.secret.key", "fs.s3a.session.token"})
 _remote_sessions: list[SparkSession] = []
 
 
