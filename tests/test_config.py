@@ -45,7 +45,10 @@ def test_profile_resolution_and_secrets(cfg_path: Path) -> None:
     assert r.target.metadata_schema == "lake_meta"
     assert r.spark_conf == {"spark.executor.memory": "4g"}
     assert "pw-123" not in repr(r) and "shh" not in repr(r) and "pw-123" not in r.target.display()
-    assert mask_mapping(r.storage_options) == {"endpoint_url": "http://127.0.0.1:8333", "key": "***", "secret": "***"}
+    # Normalised to s3fs keywords: the endpoint goes to botocore, path-style addressing for a custom endpoint.
+    assert mask_mapping(r.storage_options) == {"key": "***", "secret": "***",
+                                               "client_kwargs": {"endpoint_url": "http://127.0.0.1:8333"},
+                                               "config_kwargs": {"s3": {"addressing_style": "path"}}}
 
 
 def test_precedence_argument_env_default(cfg_path: Path, tmp_path: Path) -> None:
