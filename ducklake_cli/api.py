@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from ducklake_cli.engine.session import SparkSettings
 
 
+LOCK_WAIT_S = 15.0  # how long opening a catalog file another process has locked is retried
+
+
 class Lake:
     """An open DuckLake: its catalog connection settings, data path override and storage options."""
 
@@ -54,12 +57,21 @@ class Lake:
     @contextmanager
     def connection(self, *, write: bool = False) -> Iterator[Connection]:
         """A catalog connection in one transaction (committed when `write` and no error)."""
+        import time
+
         from sqlalchemy.exc import DBAPIError
 
-        try:
-            conn = self.engine.connect()
-        except DBAPIError as exc:
-            raise self.backend.translate_connect_error(exc) from exc
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                conn = self.engine.connect()
+                break
+            except DBAPIError as exc:
+                # A DuckDB catalog file is locked while another process writes it: wait a little, like SQLite.
+                if "lock" in str(exc).lower() and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    continue
+                raise self.backend.translate_connect_error(exc) from exc
         trans = conn.begin()
         try:
             yield conn
@@ -80,8 +92,16 @@ class Lake:
             yield MetadataReader(conn, self.backend)
 
     def data_path(self, reader: MetadataReader) -> str:
-        """The root data path: the override if given, else the stored one."""
-        return self.data_path_override or ensure_dir(reader.metadata().data_path)
+        """The root data path: the override if given, else the stored one (a relative local path is taken from
+        the working directory, as DuckDB does)."""
+        import os
+
+        from ducklake_cli.storage.files import split_protocol
+
+        root = self.data_path_override or ensure_dir(reader.metadata().data_path)
+        if split_protocol(root)[0] == "file" and "://" not in root and not os.path.isabs(root):
+            root = ensure_dir(os.path.abspath(root).replace(os.sep, "/"))
+        return root
 
     def spark(self) -> SparkSession:
         """The Spark session this lake's reads run on (started on first use)."""

@@ -84,8 +84,10 @@ def to_duckdb_text(value: Any, ducklake_type: str) -> str | None:
     return str(value)
 
 
-def decode_inlined(rows: Sequence[tuple[Any, ...]], columns: Sequence[ColumnInfo]) -> pa.Table:
-    """`(row_id, values…)` rows → an Arrow table `row_id, c<column_id>…` in Spark-compatible types."""
+def decode_inlined(rows: Sequence[tuple[Any, ...]], columns: Sequence[ColumnInfo], *,
+                   exact: bool = False) -> pa.Table:
+    """`(row_id, values…)` rows → an Arrow table `row_id, c<column_id>…` in Spark-compatible types (`exact`: in
+    the columns' own DuckDB types, for writing them to Parquet)."""
     import duckdb
     import pyarrow as pa
 
@@ -94,7 +96,8 @@ def decode_inlined(rows: Sequence[tuple[Any, ...]], columns: Sequence[ColumnInfo
         texts[f"v{i}"] = [to_duckdb_text(r[i], col.type) for r in rows]
     source = pa.table({k: pa.array(v, type=pa.int64() if k == "row_id" else pa.string()) for k, v in texts.items()})
     selects = ["row_id"] + [
-        f"CAST(CAST(v{i} AS {stored_type(c)}) AS {spark_compatible_type(c)}) AS c{c.column_id}"
+        f"CAST(CAST(v{i} AS {stored_type(c)}) AS {stored_type(c) if exact else spark_compatible_type(c)}) "
+        f"AS c{c.column_id}"
         for i, c in enumerate(columns, start=1)
     ]
     con = duckdb.connect()

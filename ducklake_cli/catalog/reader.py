@@ -558,6 +558,13 @@ class MetadataReader:
             out[int(file_id)].append(int(pos))
         return out
 
+    def table_schema_versions(self, table_id: int) -> list[tuple[int, int]]:
+        """`(begin_snapshot, schema_version)` of every version of one table's definition, oldest first."""
+        t = s.schema_versions_t
+        rows = self.conn.execute(select(t.c.begin_snapshot, t.c.schema_version).where(t.c.table_id == table_id)
+                                 .order_by(t.c.begin_snapshot)).all()
+        return [(int(r.begin_snapshot), int(r.schema_version)) for r in rows]
+
     def schema_version_snapshot(self, table_id: int, schema_version: int, fallback: int) -> int:
         """A snapshot at which the table had this schema version (to read an inlined table's column names)."""
         sv = s.schema_versions_t
@@ -572,6 +579,24 @@ class MetadataReader:
             select(func.min(sn.c.snapshot_id)).where(sn.c.schema_version == schema_version)
         ).scalar()
         return int(found) if found is not None else fallback
+
+    def inlined_rows_upto(
+        self, snapshot_id: int, inlined: InlinedTable, columns: Sequence[ColumnInfo]
+    ) -> list[tuple[Any, ...]]:
+        """Every row of an inlined-data table inserted at or before S, deleted ones too (flush):
+        `(row_id, begin_snapshot, end_snapshot, value per column)`, values in storage form."""
+        q = self.backend.qualify
+        exprs = ", ".join(self.backend.inlined_value_sql(self.backend.quote(c.name), c.type) for c in columns)
+        sql = (f"SELECT row_id, begin_snapshot, end_snapshot{', ' + exprs if exprs else ''} "
+               f"FROM {q(inlined.table_name)} WHERE begin_snapshot <= {int(snapshot_id)} ORDER BY row_id")
+        return [tuple(r) for r in self.conn.exec_driver_sql(sql)]
+
+    def inlined_row_counts(self, inlined: InlinedTable, upto_snapshot: int) -> tuple[int, int]:
+        """(rows inserted at or before S, how many of them are deleted) in one inlined-data table."""
+        q = self.backend.qualify(inlined.table_name)
+        n, gone = self.conn.exec_driver_sql(
+            f"SELECT count(*), count(end_snapshot) FROM {q} WHERE begin_snapshot <= {int(upto_snapshot)}").one()
+        return int(n), int(gone)
 
     def inlined_rows(
         self, snapshot_id: int, inlined: InlinedTable, columns: Sequence[ColumnInfo]

@@ -108,6 +108,10 @@ class Transaction:
         }])
 
 
+class _NothingToCommit(Exception):
+    """`build` staged no change: leave the catalog exactly as it was."""
+
+
 def _retryable(exc: Exception) -> bool:
     low = str(getattr(exc, "orig", exc)).lower()
     return any(word in low for word in _RETRYABLE)
@@ -138,15 +142,19 @@ def commit(
                 tx = Transaction(conn, backend, MetadataReader(conn, backend).latest_snapshot())
                 build(tx)
                 if not tx.has_changes:
-                    return None
+                    raise _NothingToCommit  # rolls the connection's transaction back
                 tx.finish(author=author, message=message, extra_info=extra_info)
             return tx.snapshot_id
-        except DBAPIError as exc:
-            if not _retryable(exc):
+        except _NothingToCommit:
+            return None
+        except (DBAPIError, DuckLakeError) as exc:
+            # A DuckDB file locked by another writer surfaces as our error with the driver's as its cause.
+            cause = exc if isinstance(exc, DBAPIError) else exc.__cause__
+            if not isinstance(cause, DBAPIError) or not _retryable(cause):
                 raise
             if attempt == max_retries:
                 raise CommitConflictError(
-                    f"could not commit after {max_retries} retries: other writers kept committing first",
-                    hint="retry later; nothing was changed") from exc
+                    f"could not commit after {max_retries} retries: other writers kept committing first or held "
+                    "the catalog locked", hint="retry later; nothing was changed") from exc
             sleep(RETRY_WAIT_S * random.uniform(0.5, 1.0) * RETRY_BACKOFF ** attempt)
     raise DuckLakeError("unreachable")  # pragma: no cover

@@ -137,18 +137,25 @@ class TableWrite:
         base = int(self._stats_row.next_row_id or 0) if self._stats_row is not None else 0
         return base + self.records
 
-    def add_files(self, files: Sequence[NewDataFile]) -> None:
-        """Register Parquet files: data_file, file_column_stats and file_partition_value rows (spec §5.4)."""
+    def add_files(self, files: Sequence[NewDataFile], *, lineage: tuple[int, int | None] | None = None,
+                  partition_id: int | None = None, change: str = "inserted_into_table") -> list[int]:
+        """Register Parquet files: data_file, file_column_stats and file_partition_value rows (spec §5.4).
+
+        `lineage=(begin_snapshot, partial_max)` registers rewritten files that embed their rows' ids and
+        snapshots (flush, compaction, rewrite): no new row ids, no table-stats change. Returns the new ids."""
         tx, t = self.tx, self.table
-        pid = t.partition.partition_id if t.partition else None
+        pid = partition_id if partition_id is not None else (t.partition.partition_id if t.partition else None)
+        ids = []
         for f in files:
             fid = tx.file_id()
+            ids.append(fid)
+            begin, partial_max = lineage if lineage else (tx.snapshot_id, None)
             tx.insert(s.data_file_t, [{
-                "data_file_id": fid, "table_id": t.table_id, "begin_snapshot": tx.snapshot_id, "end_snapshot": None,
+                "data_file_id": fid, "table_id": t.table_id, "begin_snapshot": begin, "end_snapshot": None,
                 "file_order": None, "path": f.path, "path_is_relative": True, "file_format": "parquet",
                 "record_count": f.record_count, "file_size_bytes": f.file_size_bytes, "footer_size": f.footer_size,
-                "row_id_start": self.next_row_id, "partition_id": pid, "encryption_key": None, "mapping_id": None,
-                "partial_max": None}])
+                "row_id_start": None if lineage else self.next_row_id, "partition_id": pid, "encryption_key": None,
+                "mapping_id": None, "partial_max": partial_max}])
             tx.insert(s.file_column_stats_t, [{
                 "data_file_id": fid, "table_id": t.table_id, "column_id": st.column_id,
                 "column_size_bytes": st.column_size_bytes, "value_count": st.value_count,
@@ -158,13 +165,15 @@ class TableWrite:
                 tx.insert(s.file_partition_value_t, [{
                     "data_file_id": fid, "table_id": t.table_id, "partition_key_index": i, "partition_value": v}
                     for i, v in enumerate(f.partition_values)])
-            self.records += f.record_count
-            self.file_bytes += f.file_size_bytes
-            assert self.leaf_stats is not None
-            self.leaf_stats.extend(f.stats)
+            if lineage is None:
+                self.records += f.record_count
+                self.file_bytes += f.file_size_bytes
+                assert self.leaf_stats is not None
+                self.leaf_stats.extend(f.stats)
             self.wrote_file = True
         if files:
-            tx.change("inserted_into_table", t.table_id)
+            tx.change(change, t.table_id)
+        return ids
 
     def add_inlined(self, values: Sequence[Sequence[tuple[str | None, Any]]], stats: Sequence[LeafStats]) -> None:
         """Insert rows into the table's newest inlined-data table, creating one if needed (spec §4).
@@ -274,3 +283,64 @@ def _merge_known(a: str | None, b: str | None, b_values: int, typ: str, *, upper
     if a is None:
         return b
     return merge_bound(a, b, typ, upper=upper)
+
+
+def schedule_for_deletion(tx: Transaction, files: Sequence[tuple[int, str, bool]]) -> None:
+    """`(file id, path relative to the data path or absolute, is_relative)` rows for a later cleanup."""
+    tx.insert(s.scheduled_t, [{"data_file_id": fid, "path": path, "path_is_relative": rel,
+                               "schedule_start": tx.backend.encode_timestamp(tx.now)} for fid, path, rel in files])
+
+
+def remove_data_files(tx: Transaction, table_id: int, data_file_ids: Sequence[int]) -> int:
+    """Physically delete files' rows (compaction replaces them; time travel goes through the new file)."""
+    from sqlalchemy import delete
+
+    if not data_file_ids:
+        return 0
+    ids = list(data_file_ids)
+    for t in (s.file_column_stats_t, s.file_partition_value_t, s.delete_file_t):
+        tx.execute(delete(t).where(and_(t.c.table_id == table_id, t.c.data_file_id.in_(ids))))
+    if "ducklake_file_variant_stats" in tx.reader.table_names():
+        v = s.T["ducklake_file_variant_stats"]
+        tx.execute(delete(v).where(and_(v.c.table_id == table_id, v.c.data_file_id.in_(ids))))
+    df = s.data_file_t
+    return int(tx.execute(delete(df).where(and_(df.c.table_id == table_id, df.c.data_file_id.in_(ids)),
+                                           df.c.end_snapshot.is_(None))).rowcount)
+
+
+def end_data_files(tx: Transaction, table_id: int, data_file_ids: Sequence[int]) -> int:
+    """End live data files and their live delete files at this snapshot (rewrite keeps them for time travel)."""
+    if not data_file_ids:
+        return 0
+    ids = list(data_file_ids)
+    dl = s.delete_file_t
+    tx.execute(update(dl).where(and_(dl.c.table_id == table_id, dl.c.data_file_id.in_(ids),
+                                     dl.c.end_snapshot.is_(None))).values(end_snapshot=tx.snapshot_id))
+    df = s.data_file_t
+    return int(tx.execute(update(df).where(and_(df.c.table_id == table_id, df.c.data_file_id.in_(ids),
+                                                df.c.end_snapshot.is_(None))).values(end_snapshot=tx.snapshot_id))
+               .rowcount)
+
+
+def add_delete_file(tx: Transaction, table_id: int, data_file_id: int, *, path: str, count: int, size: int,
+                    footer: int, begin_snapshot: int, partial_max: int | None) -> int:
+    """Register a delete file (path relative to the table directory)."""
+    fid = tx.file_id()
+    tx.insert(s.delete_file_t, [{
+        "delete_file_id": fid, "table_id": table_id, "begin_snapshot": begin_snapshot, "end_snapshot": None,
+        "data_file_id": data_file_id, "path": path, "path_is_relative": True, "format": "parquet",
+        "delete_count": count, "file_size_bytes": size, "footer_size": footer, "encryption_key": None,
+        "partial_max": partial_max}])
+    return fid
+
+
+def add_table_file_bytes(tx: Transaction, table_id: int, added: int) -> None:
+    """`ducklake_table_stats.file_size_bytes += added` (flush moves rows into files without new rows)."""
+    ts = s.table_stats_t
+    tx.execute(update(ts).where(ts.c.table_id == table_id).values(file_size_bytes=ts.c.file_size_bytes + added))
+
+
+def delete_inlined_rows(tx: Transaction, table_name: str, upto_snapshot: int) -> int:
+    """Remove flushed rows from an inlined-data table."""
+    return int(tx.execute_text(f"DELETE FROM {tx.backend.qualify(table_name)} WHERE begin_snapshot <= :s",
+                               {"s": upto_snapshot}).rowcount)

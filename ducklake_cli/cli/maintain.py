@@ -23,11 +23,13 @@ from ducklake_cli.errors import UsageError
 
 if TYPE_CHECKING:
     from ducklake_cli.api import Lake
+    from ducklake_cli.engine.session import SparkSettings
     from ducklake_cli.ops.plan import Plan
 
 maintain_app = typer.Typer(
     name="maintain",
-    help="Expire snapshots and delete unused files; safe to run from cron (plan, --dry-run, --yes, JSON summary).",
+    help="Keep a lake healthy: expire snapshots, delete unused files, flush inlined rows, compact and rewrite files; "
+         "safe to run from cron (plan, --dry-run, --yes, JSON summary).",
     no_args_is_help=True,
 )
 
@@ -51,11 +53,12 @@ def run_plan(
     dry_run: bool,
     yes: bool,
     fmt: OutputFormat,
+    spark_settings: SparkSettings | None = None,
 ) -> None:
     """The shared flow of every destructive verb: build the plan read-only, print it, stop on --dry-run, ask
     (unless --yes or stdin is not a terminal), apply, print the summary."""
     resolved = resolve_catalog(catalog, data_path=data_path, metadata_schema=metadata_schema)
-    with open_lake(resolved, read_only=dry_run) as lake:
+    with open_lake(resolved, read_only=dry_run, spark_settings=spark_settings) as lake:
         plan = make_plan(lake)
         report = plan.report()
         if dry_run or plan.is_empty():
@@ -188,3 +191,131 @@ def orphans(
     """
     _file_verb("orphans", older_than, all_files, catalog=catalog, data_path=data_path,
                metadata_schema=metadata_schema, dry_run=dry_run, yes=yes, fmt=fmt)
+
+
+TableOpt = Annotated[str | None, typer.Option("--table", help="Only this table (TABLE or SCHEMA.TABLE); default: "
+                                                              "every table whose auto_compact option is on.",
+                                              show_default=False)]
+SparkMasterOpt = Annotated[str | None, typer.Option("--master", help="Spark master URL; default: embedded local[*].",
+                                                    show_default=False)]
+SparkRemoteOpt = Annotated[str | None, typer.Option("--remote", help="Spark Connect server (sc://host:15002).",
+                                                    show_default=False)]
+ConfOpt = Annotated[list[str] | None, typer.Option("--conf", help="Spark setting key=value (repeatable).",
+                                                   show_default=False)]
+
+
+def _spark_verb(make: Callable[[Lake], Plan], *, catalog: str | None, data_path: str | None,
+                metadata_schema: str | None, dry_run: bool, yes: bool, fmt: OutputFormat, master: str | None,
+                remote: str | None, conf: list[str] | None, debug: bool) -> None:
+    """The plan flow for verbs that write files through Spark (started only when applying)."""
+    from ducklake_cli.cli.common import spark_settings
+
+    resolved = resolve_catalog(catalog, data_path=data_path, metadata_schema=metadata_schema)
+    settings = spark_settings(resolved, master=master, remote=remote, conf=conf or [], debug=debug)
+    run_plan(make, catalog=catalog, data_path=data_path, metadata_schema=metadata_schema, dry_run=dry_run, yes=yes,
+             fmt=fmt, spark_settings=settings)
+
+
+@maintain_app.command("flush")
+def flush(
+    catalog: OptionalCatalogArg = None, table: TableOpt = None, dry_run: DryRunOpt = False, yes: YesOpt = False,
+    master: SparkMasterOpt = None, remote: SparkRemoteOpt = None, conf: ConfOpt = None,
+    data_path: DataPathOpt = None, metadata_schema: MetadataSchemaOpt = None, fmt: FormatOpt = OutputFormat.table,
+    debug: DebugOpt = False,
+) -> None:
+    """Move rows inlined in the catalog into Parquet files, keeping their row ids and snapshots (one snapshot per
+    table, change inline_flush).
+
+    Examples:
+
+      ducklake maintain flush lake.sqlite --dry-run
+
+      ducklake maintain flush lake.sqlite --table events --yes
+    """
+    from ducklake_cli.ops.flush import plan_flush
+
+    _spark_verb(lambda lake: plan_flush(lake, table=table), catalog=catalog, data_path=data_path,
+                metadata_schema=metadata_schema, dry_run=dry_run, yes=yes, fmt=fmt, master=master, remote=remote,
+                conf=conf, debug=debug)
+
+
+@maintain_app.command("compact")
+def compact(
+    catalog: OptionalCatalogArg = None, table: TableOpt = None,
+    max_input_files: Annotated[int | None, typer.Option("--max-input-files", help="Compact at most this many "
+                                                                                  "files in this run.",
+                                                        show_default=False)] = None,
+    target_size: Annotated[str | None, typer.Option("--target-size", help="Output size (e.g. 256MB); default: "
+                                                                          "the option target_file_size (512 MiB).",
+                                                    show_default=False)] = None,
+    dry_run: DryRunOpt = False, yes: YesOpt = False, master: SparkMasterOpt = None, remote: SparkRemoteOpt = None,
+    conf: ConfOpt = None, data_path: DataPathOpt = None, metadata_schema: MetadataSchemaOpt = None,
+    fmt: FormatOpt = OutputFormat.table, debug: DebugOpt = False,
+) -> None:
+    """Merge adjacent small files of a table (same schema version and partition) into files near the target
+    size, on Spark; row ids and time travel are kept, replaced files are scheduled for deletion.
+
+    Examples:
+
+      ducklake maintain compact lake.sqlite --dry-run
+
+      ducklake maintain compact lake.sqlite --table events --max-input-files 500 --yes --format json
+    """
+    from ducklake_cli.ops.rewrite import plan_compact
+
+    _spark_verb(lambda lake: plan_compact(lake, table=table, max_input_files=max_input_files,
+                                          target_size=target_size),
+                catalog=catalog, data_path=data_path, metadata_schema=metadata_schema, dry_run=dry_run, yes=yes,
+                fmt=fmt, master=master, remote=remote, conf=conf, debug=debug)
+
+
+@maintain_app.command("rewrite")
+def rewrite(
+    catalog: OptionalCatalogArg = None, table: TableOpt = None,
+    delete_threshold: Annotated[float | None, typer.Option("--delete-threshold", help="Deleted fraction that "
+                                                                                     "triggers a rewrite; default: "
+                                                                                     "option rewrite_delete_threshold"
+                                                                                     " (0.95).",
+                                                           show_default=False)] = None,
+    dry_run: DryRunOpt = False, yes: YesOpt = False, master: SparkMasterOpt = None, remote: SparkRemoteOpt = None,
+    conf: ConfOpt = None, data_path: DataPathOpt = None, metadata_schema: MetadataSchemaOpt = None,
+    fmt: FormatOpt = OutputFormat.table, debug: DebugOpt = False,
+) -> None:
+    """Rewrite files whose deleted fraction reached the threshold without the deleted rows, on Spark (the old
+    files stay for time travel until expired).
+
+    Examples:
+
+      ducklake maintain rewrite lake.sqlite --dry-run
+
+      ducklake maintain rewrite lake.sqlite --delete-threshold 0.5 --yes
+    """
+    from ducklake_cli.ops.rewrite import plan_rewrite
+
+    _spark_verb(lambda lake: plan_rewrite(lake, table=table, threshold=delete_threshold), catalog=catalog,
+                data_path=data_path, metadata_schema=metadata_schema, dry_run=dry_run, yes=yes, fmt=fmt,
+                master=master, remote=remote, conf=conf, debug=debug)
+
+
+@maintain_app.command("checkpoint")
+def checkpoint(
+    catalog: OptionalCatalogArg = None, table: TableOpt = None, dry_run: DryRunOpt = False, yes: YesOpt = False,
+    master: SparkMasterOpt = None, remote: SparkRemoteOpt = None, conf: ConfOpt = None,
+    data_path: DataPathOpt = None, metadata_schema: MetadataSchemaOpt = None, fmt: FormatOpt = OutputFormat.table,
+    debug: DebugOpt = False,
+) -> None:
+    """Everything, in DuckDB's CHECKPOINT order with the catalog's defaults: flush, expire, compact, rewrite,
+    cleanup, orphans.
+
+    Examples:
+
+      ducklake maintain checkpoint lake.sqlite --dry-run
+
+      ducklake maintain checkpoint prod --yes --format json
+    """
+    from ducklake_cli.ops.checkpoint import plan_checkpoint
+
+    now = _now()
+    _spark_verb(lambda lake: plan_checkpoint(lake, table=table, now=now), catalog=catalog, data_path=data_path,
+                metadata_schema=metadata_schema, dry_run=dry_run, yes=yes, fmt=fmt, master=master, remote=remote,
+                conf=conf, debug=debug)

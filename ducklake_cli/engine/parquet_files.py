@@ -59,6 +59,7 @@ class FileSpec:
     row_group_size: int = 122_880
     target_file_size: int = 1 << 29
     hive: bool = True
+    subdir: str = ""  # directory (relative to table_dir, ending in /) for files of unpartitioned specs
     storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
@@ -277,7 +278,7 @@ def _split(batch: pa.RecordBatch,
 
 def _hive_dir(spec: FileSpec, values: tuple[str | None, ...]) -> str:
     if not spec.hive or not spec.keys:
-        return ""
+        return spec.subdir
     return "".join(f"{k.dir_name}={HIVE_NULL if v is None else urllib.parse.quote(v, safe='')}/"
                    for k, v in zip(spec.keys, values, strict=True))
 
@@ -312,3 +313,36 @@ def write_batches(batches: Iterator[pa.RecordBatch], spec: FileSpec) -> Iterator
     done.extend(f.close() for f in open_files.values())
     if done:
         yield pa.RecordBatch.from_arrays([pa.array([file_to_json(d) for d in done], pa.string())], ["file"])
+
+
+DELETE_FILE_PATH_ID = 2147483646
+DELETE_POS_ID = 2147483645
+
+
+def write_delete_file(table_dir: str, data_file: str, positions: Sequence[int], snapshots: Sequence[int],
+                      storage_options: dict[str, Any]) -> tuple[str, int, int]:
+    """A partial (3-column) delete file for one data file (spec §3.7): `(path relative to table_dir, size,
+    footer size)`. `positions` are sorted row positions, `snapshots` the snapshot each was deleted in."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ducklake_cli.engine.types import SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID
+    from ducklake_cli.storage.paths import uuid7
+
+    def fid(n: int) -> dict[bytes, bytes]:
+        return {b"PARQUET:field_id": str(n).encode()}
+
+    schema = pa.schema([pa.field("file_path", pa.string(), metadata=fid(DELETE_FILE_PATH_ID)),
+                        pa.field("pos", pa.int64(), metadata=fid(DELETE_POS_ID)),
+                        pa.field(SNAPSHOT_ID_COLUMN, pa.int64(), metadata=fid(SNAPSHOT_ID_FIELD_ID))])
+    table = pa.table([pa.array([data_file] * len(positions), pa.string()), pa.array(positions, pa.int64()),
+                      pa.array(snapshots, pa.int64())], schema=schema)
+    rel = f"ducklake-{uuid7()}-delete.parquet"
+    full = table_dir + rel
+    fs = filesystem(full, storage_options)
+    if split_protocol(full)[0] in ("", "file"):
+        fs.makedirs(table_dir.rstrip("/"), exist_ok=True)
+    with fs.open(full, "wb") as raw:
+        sink = _Sink(raw)
+        pq.write_table(table, sink, compression="snappy")
+    return rel, sink.size, int.from_bytes(sink.tail[:4], "little")

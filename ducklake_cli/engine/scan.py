@@ -130,10 +130,11 @@ def _file_info(spark: SparkSession, plan: ScanPlan, keyed: dict[str, FileSource]
     schema = T.StructType([
         T.StructField("__key", T.StringType()), T.StructField("__file_id", T.LongType()),
         T.StructField("__row_id_start", T.LongType()), T.StructField("__snap_filter", T.BooleanType()),
+        T.StructField("__begin", T.LongType()),
         *[T.StructField(f"__missing_{cid}", T.BooleanType()) for cid in defaulted],
     ])
     rows = [
-        (key, f.data_file_id, f.row_id_start, f.needs_snapshot_filter,
+        (key, f.data_file_id, f.row_id_start, f.needs_snapshot_filter, f.begin_snapshot,
          *[cid in plan.missing_columns.get(f.data_file_id, ()) for cid in defaulted])
         for key, f in keyed.items()
     ]
@@ -217,8 +218,11 @@ def _inlined(spark: SparkSession, plan: ScanPlan) -> list[DataFrame]:
     return out
 
 
-def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False) -> DataFrame:
-    """The table's rows at the plan's snapshot, columns named as the table has them (plus `rowid` if asked)."""
+def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_lineage: bool = False) -> DataFrame:
+    """The table's rows at the plan's snapshot, columns named as the table has them (plus `rowid` if asked).
+
+    `with_lineage` (files only, for rewrites) adds each row's id and the snapshot that inserted it as
+    `_ducklake_internal_row_id` and `_ducklake_internal_snapshot_id`, the columns rewritten files embed."""
     from pyspark.sql import functions as F
 
     columns = plan.columns
@@ -265,8 +269,11 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False) -> Da
                 value = F.when(F.col(f"__missing_{c.column_id}"), _default(c, plan.defaults)).otherwise(value)
             selects.append(value.alias(_col_name(c.column_id)))
         rowid = F.coalesce(F.col(ROW_ID_COLUMN), F.col("__row_id_start") + F.col("__pos"))
-        parts.append(data.select(*selects, rowid.alias("__rowid")))
-    parts.extend(_inlined(spark, plan))
+        lineage = [rowid.alias(ROW_ID_COLUMN), F.coalesce(F.col(SNAPSHOT_ID_COLUMN), F.col("__begin"))
+                   .alias(SNAPSHOT_ID_COLUMN)] if with_lineage else []
+        parts.append(data.select(*selects, rowid.alias("__rowid"), *lineage))
+    if not with_lineage:
+        parts.extend(_inlined(spark, plan))
 
     if not parts:
         from pyspark.sql import types as T
@@ -280,4 +287,6 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False) -> Da
     out = [F.col(n).alias(c.name) for n, c in zip(names, columns, strict=True)]
     if with_rowid:
         out.append(F.col("__rowid").alias(ROWID))
+    if with_lineage:
+        out += [F.col(ROW_ID_COLUMN), F.col(SNAPSHOT_ID_COLUMN)]
     return result.select(*out)

@@ -207,7 +207,8 @@ def translate_spark_error(exc: Exception) -> DuckLakeError:
     """A Spark analysis, parse or runtime error as one line (Spark's own text, without the plan dump)."""
     from ducklake_cli.errors import QueryError
 
-    text = str(exc).strip()
+    java = getattr(exc, "java_exception", None)  # Py4JJavaError: the JVM exception's own message, not Py4J's
+    text = (str(java.toString()) if java is not None else str(exc)).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
     return QueryError(first.split(" SQLSTATE:")[0].strip())
 

@@ -122,6 +122,16 @@ def arrow_field(col: ColumnInfo) -> pa.Field:
                     metadata={b"PARQUET:field_id": str(col.column_id).encode()})
 
 
+def lineage_fields() -> list[pa.Field]:
+    """The trailing BIGINT columns rewritten files embed: each row's id and inserting snapshot (spec §5.6)."""
+    import pyarrow as pa
+
+    from ducklake_cli.engine.types import ROW_ID_COLUMN, ROW_ID_FIELD_ID, SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID
+
+    return [pa.field(name, pa.int64(), metadata={b"PARQUET:field_id": str(fid).encode()})
+            for name, fid in ((ROW_ID_COLUMN, ROW_ID_FIELD_ID), (SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID))]
+
+
 def leaves(columns: Sequence[ColumnInfo]) -> tuple[Leaf, ...]:
     """Leaf columns with their paths (Parquet leaf order)."""
     out: list[Leaf] = []
@@ -223,9 +233,12 @@ def partition_exprs(df: DataFrame, keys: Sequence[PartitionKey]) -> list[Any]:
     return out
 
 
-def write_files(df: DataFrame, spec: FileSpec) -> list[NewDataFile]:
-    """Run the Spark job writing `df` (already conformed) as Parquet under `spec.table_dir`."""
-    if spec.keys:
+def write_files(df: DataFrame, spec: FileSpec, *, single_file: bool = False) -> list[NewDataFile]:
+    """Run the Spark job writing `df` (already conformed) as Parquet under `spec.table_dir` (`single_file`: one
+    task, so one output file up to the target size — compaction)."""
+    if single_file:
+        df = df.coalesce(1)
+    elif spec.keys:
         df = df.repartition(*partition_exprs(df, spec.keys))
     out = df.mapInArrow(functools.partial(write_batches, spec=spec), "file string")
     return [file_from_json(r[0]) for r in out.collect()]

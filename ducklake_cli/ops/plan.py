@@ -199,8 +199,17 @@ class MaintenanceReport:
     def headline(self) -> str:
         """One line for people: what was (or would be) done."""
         verb = "would" if self.dry_run else "did"
-        parts = [f"{self.verb}: {verb} expire {self.snapshots_expired} snapshot(s)"] if self.verb == "expire" else \
-            [f"{self.verb}: {verb} delete {self.files_deleted} file(s) ({_size(self.bytes_freed)})"]
+        if self.verb == "expire":
+            parts = [f"{self.verb}: {verb} expire {self.snapshots_expired} snapshot(s)"]
+        elif "rows_flushed" in self.extra:
+            parts = [f"{self.verb}: {verb} move {self.extra['rows_flushed']} inlined row(s) into Parquet"]
+        elif "files_rewritten" in self.extra:
+            parts = [f"{self.verb}: {verb} rewrite {self.extra['files_rewritten']} file(s) in "
+                     f"{self.extra['groups']} group(s)"]
+        elif "steps" in self.extra:
+            parts = [f"{self.verb}: {verb} run {', '.join(self.extra['steps']) or 'nothing'}"]
+        else:
+            parts = [f"{self.verb}: {verb} delete {self.files_deleted} file(s) ({_size(self.bytes_freed)})"]
         if self.files_scheduled:
             parts.append(f"schedule {self.files_scheduled} file(s) ({_size(self.bytes_scheduled)}) for deletion")
         skipped = len(self._of("skip"))

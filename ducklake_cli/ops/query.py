@@ -235,7 +235,7 @@ def spark_errors() -> Iterator[None]:
     except Exception as exc:
         from pyspark.errors import PySparkException
 
-        if isinstance(exc, PySparkException):
+        if isinstance(exc, PySparkException) or type(exc).__name__ == "Py4JJavaError":
             from ducklake_cli.engine.session import translate_spark_error
 
             raise translate_spark_error(exc) from exc

@@ -197,23 +197,28 @@ def _resolve_partition(columns: Sequence[ColumnInfo], requests: Sequence[Partiti
     return out
 
 
-def _file_spec(lake: Lake, target: _Target, columns: Sequence[ColumnInfo],
-               partition: Sequence[tuple[int, str]]) -> FileSpec:
+def file_spec(lake: Lake, meta: LakeMetadata, *, table_dir: str, columns: Sequence[ColumnInfo],
+              keys: tuple[PartitionKey, ...] = (), table_id: int | None = None, schema_id: int | None = None,
+              lineage: bool = False, subdir: str = "") -> FileSpec:
+    """How executors write a table's files: Arrow schema with field ids, partition keys and the catalog's Parquet
+    options (table scope first). `lineage` adds the embedded row-id and snapshot-id columns of rewritten files."""
     import pyarrow as pa
 
     from ducklake_cli.engine.parquet_files import FileSpec
-    from ducklake_cli.engine.writer import arrow_field, leaves
+    from ducklake_cli.engine.writer import arrow_field, leaves, lineage_fields
 
-    meta = target.meta
-    level = _option(meta, "parquet_compression_level", target)
+    def opt(key: str) -> str | None:
+        return meta.option(key, table_id=table_id, schema_id=schema_id)
+
+    level = opt("parquet_compression_level")
+    fields = [arrow_field(c) for c in columns] + (lineage_fields() if lineage else [])
     return FileSpec(
-        table_dir=target.table_dir, schema=pa.schema([arrow_field(c) for c in columns]), leaves=leaves(columns),
-        not_null=tuple(c.name for c in columns if not c.nulls_allowed), keys=_partition_keys(columns, partition),
-        compression=(_option(meta, "parquet_compression", target) or "snappy").lower(),
-        compression_level=int(level) if level else None,
-        row_group_size=int(_option(meta, "parquet_row_group_size", target) or 122_880),
-        target_file_size=parse_size(_option(meta, "target_file_size", target) or str(1 << 29)),
-        hive=(_option(meta, "hive_file_pattern", target) or "true").lower() == "true",
+        table_dir=table_dir, schema=pa.schema(fields), leaves=leaves(columns),
+        not_null=tuple(c.name for c in columns if not c.nulls_allowed), keys=keys,
+        compression=(opt("parquet_compression") or "snappy").lower(), compression_level=int(level) if level else None,
+        row_group_size=int(opt("parquet_row_group_size") or 122_880),
+        target_file_size=parse_size(opt("target_file_size") or str(1 << 29)),
+        hive=(opt("hive_file_pattern") or "true").lower() == "true", subdir=subdir,
         storage_options=dict(lake.storage_options))
 
 
@@ -299,7 +304,10 @@ def run_write(
             columns = columns_from_spark(df.schema)
             partition = _resolve_partition(columns, requests)
         df = conform(df, columns, ignore_extra=ignore_extra_columns)
-        spec = _file_spec(lake, target, columns, partition)
+        spec = file_spec(lake, target.meta, table_dir=target.table_dir, columns=columns,
+                         keys=_partition_keys(columns, partition),
+                         table_id=target.existing.table_id if target.existing else None,
+                         schema_id=target.schema.schema_id if target.schema else None)
         files = write_files(df, spec)
     return _commit(lake, target, columns, partition, files, mode=mode, message=message, author=author,
                    limit=_inline_limit(target, inline, columns, lake))

@@ -1,0 +1,313 @@
+"""`maintain compact` (merge adjacent small files) and `maintain rewrite` (drop deleted rows), through Spark.
+
+Both read the chosen files with our scan (deletes applied, row ids and inserting snapshots kept), write new files
+on executors that embed `_ducklake_internal_row_id` / `_ducklake_internal_snapshot_id`, and commit one snapshot
+per table, as DuckDB's `ducklake_merge_adjacent_files` / `ducklake_rewrite_data_files` do (spec §7).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ducklake_cli.catalog.models import DataFile, LakeMetadata, NewDataFile, SchemaInfo, TableInfo
+from ducklake_cli.errors import CommitConflictError, UsageError
+from ducklake_cli.ops.plan import FileAction, MaintenanceReport, Plan, relative_to_root
+from ducklake_cli.ops.write import file_spec, parse_size, split_table_name
+from ducklake_cli.storage.paths import file_path, table_dir
+
+if TYPE_CHECKING:
+    from ducklake_cli.api import Lake
+    from ducklake_cli.catalog.reader import MetadataReader
+    from ducklake_cli.catalog.transaction import Transaction
+
+DEFAULT_REWRITE_THRESHOLD = 0.95
+
+
+@dataclass(frozen=True)
+class FileGroup:
+    """Files rewritten into one: same table, schema version, partition spec and partition values."""
+
+    table: TableInfo  # the table as of the files' schema version
+    schema: SchemaInfo
+    files: tuple[DataFile, ...]
+    partition_id: int | None
+    partition_values: tuple[str | None, ...]
+    deleted_rows: int = 0
+
+    @property
+    def size(self) -> int:
+        """Bytes of the input files."""
+        return sum(f.file_size_bytes for f in self.files)
+
+
+@dataclass(frozen=True)
+class _Context:
+    data_path: str
+    meta: LakeMetadata
+    base_snapshot: int
+    catalog: str
+
+
+def _pick_tables(reader: MetadataReader, snapshot_id: int, table: str | None, meta: LakeMetadata) -> list[TableInfo]:
+    tables = reader.tables(snapshot_id)
+    if table is None:  # like DuckDB: only tables with auto_compact on (the default) when none is named
+        return [t for t in tables if (meta.option("auto_compact", table_id=t.table_id, schema_id=t.schema_id)
+                                      or "true").lower() == "true"]
+    schema_name, name = split_table_name(table)
+    chosen = [t for t in tables if t.schema_name == schema_name and t.name == name]
+    if not chosen:
+        return [reader.find_table(snapshot_id, table)]  # raises the usual not-found error with suggestions
+    return chosen
+
+
+def _versions(reader: MetadataReader, table: TableInfo, latest: int) -> list[tuple[int, TableInfo]]:
+    """`(first snapshot, table definition)` of each schema version of the table."""
+    out = []
+    for begin, _sv in reader.table_schema_versions(table.table_id):
+        found = [t for t in reader.tables(begin, table_ids=[table.table_id]) if t.table_id == table.table_id]
+        if found:
+            out.append((begin, found[0]))
+    return out or [(table.begin_snapshot, table)]
+
+
+def _definition_for(versions: list[tuple[int, TableInfo]], begin_snapshot: int) -> TableInfo:
+    chosen = versions[0][1]
+    for begin, t in versions:
+        if begin <= begin_snapshot:
+            chosen = t
+    return chosen
+
+
+def _context(lake: Lake, reader: MetadataReader) -> _Context:
+    return _Context(lake.data_path(reader), reader.metadata(), reader.latest_snapshot().snapshot_id,
+                    lake.target.display())
+
+
+# ----- plans -----------------------------------------------------------------------------------------------------
+
+class _RewritePlan(Plan):
+    """Groups of files to rewrite, per table; applied table by table, one snapshot each."""
+
+    change: str
+
+    def __init__(self, ctx: _Context, groups: Sequence[FileGroup], *, notes: Sequence[str] = ()) -> None:
+        self.ctx = ctx
+        self.groups = list(groups)
+        self.notes = tuple(notes)
+
+    def _dir(self, g: FileGroup) -> str:
+        return table_dir(self.ctx.data_path, g.schema, g.table)
+
+    def _actions(self) -> list[FileAction]:
+        out = []
+        for g in self.groups:
+            for f in g.files:
+                rel, _ = relative_to_root(file_path(self._dir(g), f), self.ctx.data_path)
+                out.append(FileAction(rel, "schedule" if self.verb == "compact" else "end", f.file_size_bytes,
+                                      self._reason(g)))
+        return out
+
+    def _reason(self, g: FileGroup) -> str:
+        raise NotImplementedError
+
+    def _extra(self, written: int | None) -> dict[str, Any]:
+        out: dict[str, Any] = {"groups": len(self.groups), "files_rewritten": sum(len(g.files) for g in self.groups),
+                               "tables": sorted({f"{g.schema.name}.{g.table.name}" for g in self.groups})}
+        if written is not None:
+            out["files_written"] = written
+        return out
+
+    def report(self) -> MaintenanceReport:
+        """The dry-run report."""
+        return MaintenanceReport(self.verb, self.ctx.catalog, True, files=tuple(self._actions()), notes=self.notes,
+                                 extra=self._extra(None))
+
+    def is_empty(self) -> bool:
+        """No group to rewrite."""
+        return not self.groups
+
+    def question(self) -> str:
+        """The confirmation question."""
+        return f"{self.verb}: rewrite {sum(len(g.files) for g in self.groups)} file(s) in {len(self.groups)} " \
+               "group(s) — go ahead?"
+
+    def _write_group(self, lake: Lake, g: FileGroup) -> list[NewDataFile]:
+        from ducklake_cli.engine.plan import plan_scan
+        from ducklake_cli.engine.scan import scan
+        from ducklake_cli.engine.writer import write_files
+        from ducklake_cli.ops.query import spark_errors
+
+        ids = {f.data_file_id for f in g.files}
+        with lake.reader() as r:
+            plan = plan_scan(r, table=g.table, snapshot_id=self.ctx.base_snapshot, data_path=self.ctx.data_path,
+                             schemas=[g.schema], storage_options=lake.storage_options)
+        plan = dataclasses.replace(plan, files=tuple(f for f in plan.files if f.data_file_id in ids), inlined=())
+        first = min(g.files, key=lambda f: f.data_file_id)
+        subdir = first.path.rsplit("/", 1)[0] + "/" if "/" in first.path and first.path_is_relative else ""
+        spec = file_spec(lake, self.ctx.meta, table_dir=self._dir(g), columns=g.table.columns, lineage=True,
+                         table_id=g.table.table_id, schema_id=g.schema.schema_id, subdir=subdir)
+        if self.verb == "compact":  # one output per group, however the sizes came out
+            spec = dataclasses.replace(spec, target_file_size=1 << 62)
+        spark = lake.spark()
+        with spark_errors():
+            df = scan(spark, plan, with_lineage=True)
+            files = write_files(df, spec, single_file=self.verb == "compact")
+        return [dataclasses.replace(f, partition_values=g.partition_values) for f in files]
+
+    def apply(self, lake: Lake) -> MaintenanceReport:
+        """Write the new files on Spark, then commit one snapshot per table."""
+        from ducklake_cli.catalog.transaction import commit
+
+        by_table: dict[int, list[tuple[FileGroup, list[NewDataFile]]]] = {}
+        for g in self.groups:
+            by_table.setdefault(g.table.table_id, []).append((g, self._write_group(lake, g)))
+        written = 0
+        snapshots = []
+        for tid, done in by_table.items():
+            snapshot = commit(lambda: lake.connection(write=True), lake.backend,
+                              functools.partial(self._commit, table_id=tid, done=done))
+            if snapshot is not None:
+                snapshots.append(snapshot)
+            written += sum(len(files) for _, files in done)
+        notes = (*self.notes, *(f"committed snapshot {s}" for s in snapshots))
+        return MaintenanceReport(self.verb, self.ctx.catalog, False, files=tuple(self._actions()), notes=notes,
+                                 extra=self._extra(written))
+
+    def _check(self, tx: Transaction, table_id: int, groups: Sequence[FileGroup]) -> None:
+        """Spec §5.5: a compaction conflicts with drops, deletes and other compactions of the table since we
+        planned; and every input file must still be live."""
+        if tx.latest.snapshot_id != self.ctx.base_snapshot:
+            other = tx.changes_since(self.ctx.base_snapshot)
+            for key in ("tables_dropped", "tables_deleted_from", "inlined_delete", "merge_adjacent",
+                        "rewrite_delete"):
+                if str(table_id) in other.get(key, set()):
+                    raise CommitConflictError(f"another writer changed table {table_id} meanwhile "
+                                              f"({key.replace('_', ' ')}); nothing was changed",
+                                              hint="run the command again")
+        live = {f.data_file_id for f in tx.reader.data_files(tx.latest.snapshot_id, [table_id])}
+        if any(f.data_file_id not in live for g in groups for f in g.files):
+            raise CommitConflictError("input files changed meanwhile; nothing was changed", hint="run it again")
+
+    def _commit(self, tx: Transaction, *, table_id: int, done: list[tuple[FileGroup, list[NewDataFile]]]) -> None:
+        raise NotImplementedError
+
+
+class CompactPlan(_RewritePlan):
+    """Merge adjacent small files (DuckDB's `ducklake_merge_adjacent_files`)."""
+
+    verb = "compact"
+
+    def _reason(self, g: FileGroup) -> str:
+        return f"merged with {len(g.files) - 1} other file(s) of {g.schema.name}.{g.table.name}"
+
+    def _commit(self, tx: Transaction, *, table_id: int, done: list[tuple[FileGroup, list[NewDataFile]]]) -> None:
+        from ducklake_cli.catalog.writes import TableWrite, remove_data_files, schedule_for_deletion
+
+        self._check(tx, table_id, [g for g, _ in done])
+        for g, files in done:
+            tw = TableWrite(tx, g.table)
+            begin = min(f.begin_snapshot for f in g.files)
+            partial = max(max(f.begin_snapshot, f.partial_max or 0) for f in g.files)
+            tw.add_files(files, lineage=(begin, partial), partition_id=g.partition_id, change="merge_adjacent")
+            remove_data_files(tx, table_id, [f.data_file_id for f in g.files])
+            schedule_for_deletion(tx, [(f.data_file_id, *relative_to_root(file_path(self._dir(g), f),
+                                                                         self.ctx.data_path)) for f in g.files])
+
+
+class RewritePlan(_RewritePlan):
+    """Rewrite files whose deleted fraction reached the threshold (DuckDB's `ducklake_rewrite_data_files`)."""
+
+    verb = "rewrite"
+
+    def _reason(self, g: FileGroup) -> str:
+        f = g.files[0]
+        return f"{g.deleted_rows} of {f.record_count} rows deleted"
+
+    def _commit(self, tx: Transaction, *, table_id: int, done: list[tuple[FileGroup, list[NewDataFile]]]) -> None:
+        from ducklake_cli.catalog.writes import TableWrite, end_data_files
+
+        self._check(tx, table_id, [g for g, _ in done])
+        for g, files in done:
+            TableWrite(tx, g.table).add_files(files, lineage=(tx.snapshot_id, None), partition_id=g.partition_id,
+                                              change="rewrite_delete")
+            end_data_files(tx, table_id, [f.data_file_id for f in g.files])
+            tx.change("rewrite_delete", table_id)
+
+
+# ----- planning ----------------------------------------------------------------------------------------------------
+
+def plan_compact(lake: Lake, *, table: str | None = None, max_input_files: int | None = None,
+                 target_size: str | None = None) -> CompactPlan:
+    """Groups of adjacent live files smaller than the target size with no deletes, per table, schema version,
+    partition spec and partition values, in insertion order; groups of one file are left alone."""
+    if max_input_files is not None and max_input_files < 2:
+        raise UsageError("--max-input-files must be at least 2")
+    with lake.reader() as r:
+        ctx = _context(lake, r)
+        groups: list[FileGroup] = []
+        budget = max_input_files
+        for t in _pick_tables(r, ctx.base_snapshot, table, ctx.meta):
+            target = parse_size(target_size or ctx.meta.option("target_file_size", table_id=t.table_id,
+                                                               schema_id=t.schema_id) or str(1 << 29))
+            schema = next(sc for sc in r.schemas(ctx.base_snapshot) if sc.schema_id == t.schema_id)
+            files = r.data_files(ctx.base_snapshot, [t.table_id])
+            deleted = {d.data_file_id for d in r.delete_files(ctx.base_snapshot, [t.table_id])}
+            deleted |= set(r.inlined_deletes(ctx.base_snapshot, t.table_id))
+            candidates = [f for f in files if f.data_file_id not in deleted and f.mapping_id is None
+                          and f.file_size_bytes < target]
+            if len(candidates) < 2:
+                continue
+            values = r.file_partition_values(t.table_id, [f.data_file_id for f in candidates])
+            versions = _versions(r, t, ctx.base_snapshot)
+            buckets: dict[tuple[Any, ...], list[DataFile]] = {}
+            for f in sorted(candidates, key=lambda f: (f.begin_snapshot, f.row_id_start or 0, f.data_file_id)):
+                definition = _definition_for(versions, f.begin_snapshot)
+                pv = values.get(f.data_file_id, {})
+                key = (id(definition), f.partition_id, tuple(pv[i] for i in sorted(pv)))
+                buckets.setdefault(key, []).append(f)
+            for (_, pid, pvals), members in buckets.items():
+                definition = _definition_for(versions, members[0].begin_snapshot)
+                # Consecutive files binned by where they start in the running total: at most
+                # ceil(total / target) outputs, each under target + one input file.
+                runs: dict[int, list[DataFile]] = {}
+                total = 0
+                for f in members:
+                    runs.setdefault(total // target, []).append(f)
+                    total += f.file_size_bytes
+                for run in runs.values():
+                    if len(run) >= 2 and (budget is None or budget >= 2):
+                        take = run if budget is None else run[:budget]
+                        groups.append(FileGroup(definition, schema, tuple(take), pid, pvals))
+                        budget = None if budget is None else budget - len(take)
+    return CompactPlan(ctx, groups)
+
+
+def plan_rewrite(lake: Lake, *, table: str | None = None, threshold: float | None = None) -> RewritePlan:
+    """Live files whose deleted fraction (delete files plus inlined deletions) reaches the threshold (option
+    `rewrite_delete_threshold`, default 0.95)."""
+    if threshold is not None and not 0 < threshold <= 1:
+        raise UsageError("--delete-threshold must be in (0, 1]")
+    with lake.reader() as r:
+        ctx = _context(lake, r)
+        groups = []
+        for t in _pick_tables(r, ctx.base_snapshot, table, ctx.meta):
+            limit = threshold if threshold is not None else float(
+                ctx.meta.option("rewrite_delete_threshold", table_id=t.table_id, schema_id=t.schema_id)
+                or DEFAULT_REWRITE_THRESHOLD)
+            schema = next(sc for sc in r.schemas(ctx.base_snapshot) if sc.schema_id == t.schema_id)
+            deletes = {d.data_file_id: d.delete_count for d in r.delete_files(ctx.base_snapshot, [t.table_id])}
+            inlined = r.inlined_deletes(ctx.base_snapshot, t.table_id)
+            files = r.data_files(ctx.base_snapshot, [t.table_id])
+            values = r.file_partition_values(t.table_id, [f.data_file_id for f in files])
+            for f in files:
+                gone = deletes.get(f.data_file_id, 0) + inlined.get(f.data_file_id, 0)
+                if f.record_count and gone and gone / f.record_count >= limit:
+                    # The new file starts at the rewrite's snapshot, so it holds today's columns (defaults of
+                    # columns added since filled in), as readers expect of a file that new.
+                    pv = values.get(f.data_file_id, {})
+                    groups.append(FileGroup(t, schema, (f,), f.partition_id, tuple(pv[i] for i in sorted(pv)), gone))
+    return RewritePlan(ctx, groups)
