@@ -120,3 +120,19 @@ def test_no_secrets_and_no_spark(spot: Spot, capsys: pytest.CaptureFixture[str])
     result = subprocess.run([sys.executable, "-c", code, "maintain", "expire", spot.catalog, "--keep-last", "1",
                              "--yes"], capture_output=True, text=True, cwd=REPO, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_spark_verbs_plan_without_spark_and_dry_runs_change_nothing(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """flush, compact, rewrite and checkpoint plan from metadata alone: no JVM for a dry run, nothing changed."""
+    catalog, data = tmp_path / "cat.sqlite", tmp_path / "data"
+    build_lake("sqlite", catalog, data, "inlined")
+    before, files = catalog.read_bytes(), tree(data)
+    for verb in ("flush", "compact", "rewrite", "checkpoint"):
+        code, out, err = cli(capsys, "maintain", verb, str(catalog), "--dry-run", "--format", "json")
+        assert code == 0, err
+        report = json.loads(out)
+        assert report.keys() >= SUMMARY_KEYS and report["dry_run"] is True and report["verb"] == verb
+    assert report["steps"].keys() == {"flush", "expire", "compact", "rewrite", "cleanup", "orphans"}
+    assert catalog.read_bytes() == before and tree(data) == files
+    assert "pyspark" not in sys.modules
