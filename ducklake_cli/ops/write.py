@@ -154,9 +154,9 @@ def _plan_target(lake: Lake, schema_name: str, name: str, mode: str) -> _Target:
                                hint="use --mode append or --mode overwrite")
     from ducklake_cli.storage.paths import schema_dir, table_dir
 
-    sdir_name = schema.path or "" if schema else dir_name(schema_name)
+    sdir_name = (schema.path or "") if schema else dir_name(schema_name)
     sdir = schema_dir(data_path, schema) if schema else ensure_dir(data_path) + sdir_name
-    tdir_name = existing.path or "" if existing else dir_name(name)
+    tdir_name = (existing.path or "") if existing else dir_name(name)
     tdir = table_dir(data_path, schema, existing) if schema and existing else ensure_dir(sdir) + tdir_name
     return _Target(schema_name, name, existing, schema, sdir_name, tdir_name, ensure_dir(tdir), latest.snapshot_id,
                    meta)
