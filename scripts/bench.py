@@ -1,0 +1,624 @@
+#!/usr/bin/env python
+"""Benchmarks: our Spark path against raw Spark on the same Parquet files, DuckDB's ducklake and ducklake-dataframe.
+
+    python scripts/bench.py --quick            # under 5 minutes on a 2-core machine (sf 0.02, 1M-row write)
+    python scripts/bench.py                    # full run (sf 1, 10M-row write), under 45 minutes
+    python scripts/bench.py --sf 0.1 --reps 5  # any scale factor / number of runs per figure
+    python scripts/bench.py --report-only bench/results/2026-11-30-full.json   # re-render REPORT.md and the chart
+
+Every figure is the median of `--reps` runs (≥ 3); in each round every engine runs once, in a rotating order, on the
+same data in the same Spark session (`local[2]`), so load from other processes hits all engines alike. Results go
+to `bench/results/<date>-<mode>.json`; `bench/REPORT.md` and `bench/report.png` are regenerated from it.
+
+Engines: **ours** = `Lake.sql(…)` (catalog read, scan planning, temp views, Spark SQL, collect) per run;
+**floor** = the same Spark SQL on temp views over `spark.read.parquet(<the lake's data files>)`, registered once;
+**duckdb** = DuckDB 1.5.5 + ducklake on the same catalog; **ddf** = `ducklake_pyspark.read_ducklake` (PyPI
+ducklake-dataframe) per run, then the same Spark SQL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from decimal import Decimal
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import bench_duckdb as bd
+import bench_report
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from ducklake_cli.api import Lake
+
+ROOT = Path(__file__).resolve().parent.parent
+EXT_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ducklake-cli-bench" / "duckdb-ext"
+Fn = Callable[[], Any]
+ALL_QUERIES = tuple(range(1, 23))
+# A quick run's share of the 22: scan-aggregate (1, 6), joins of 3-4 tables (3, 10, 12), a join with a CASE (14).
+QUICK_QUERIES = (1, 3, 6, 10, 12, 14)
+# Lake B (files written by us) repeats the cheaper half: what differs there is the files, not the plans.
+LAKE_B_QUERIES = (1, 3, 4, 5, 6, 10, 12, 14, 19)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a mode runs."""
+
+    mode: str
+    sf: float
+    reps: int
+    write_rows: int
+    plan_files: int
+    plan_snapshots: int
+    meta_snapshots: int
+    meta_files: int
+    tpch_ddf: bool
+    queries_a: tuple[int, ...]
+    queries_b: tuple[int, ...]
+
+
+def settings_for(args: argparse.Namespace) -> Settings:
+    """Quick and full presets, with `--sf` / `--reps` overrides."""
+    if args.quick:
+        base = Settings("quick", 0.02, 3, 1_000_000, 10_000, 1_000, 10_000, 2_000, False, QUICK_QUERIES, ())
+    else:
+        base = Settings("full", 1.0, 3, 10_000_000, 10_000, 1_000, 10_000, 10_000, True, ALL_QUERIES, LAKE_B_QUERIES)
+    changes: dict[str, Any] = {}
+    if args.sf is not None:
+        changes["sf"] = args.sf
+    if args.reps is not None:
+        changes["reps"] = max(3, args.reps)
+    if args.queries:
+        changes["queries_a"] = tuple(int(q) for q in args.queries.split(","))
+    return Settings(**{**asdict(base), **changes})
+
+
+def log(text: str) -> None:
+    """Progress on stderr, with the elapsed time."""
+    sys.stderr.write(f"[{time.perf_counter() - _T0:7.1f}s] {text}\n")
+    sys.stderr.flush()
+
+
+_T0 = time.perf_counter()
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def rounds(fns: Mapping[str, Fn], reps: int) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Run every engine once per round (rotating the order), `reps` rounds; per engine the median, the runs and the
+    first run's output. An engine that raises is dropped with its error."""
+    names = list(fns)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    outputs: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for r in range(reps):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            if name in errors:
+                continue
+            start = time.perf_counter()
+            try:
+                out = fns[name]()
+            except Exception as exc:  # an engine that cannot run this is reported, not fatal
+                errors[name] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300] if str(exc) else ''}"
+                continue
+            times[name].append(time.perf_counter() - start)
+            outputs.setdefault(name, out)
+    stats = {n: bench_report.stat(times[n]) for n in names if times[n]}
+    stats.update({n: {"error": e} for n, e in errors.items()})
+    return stats, outputs
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, float | Decimal):
+        return round(float(value), 2)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return value
+
+
+def normalize(rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
+    """Rows as comparable tuples (numbers rounded to cents, dates as text), sorted."""
+    return sorted((tuple(_cell(v) for v in row) for row in rows), key=repr)
+
+
+def same_rows(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> bool:
+    """Equal up to a cent of rounding."""
+    if len(a) != len(b):
+        return False
+    for ra, rb in zip(a, b, strict=True):
+        if len(ra) != len(rb):
+            return False
+        for x, y in zip(ra, rb, strict=True):
+            if isinstance(x, float) and isinstance(y, float):
+                if abs(x - y) > 0.011 + 1e-9 * max(abs(x), abs(y)):
+                    return False
+            elif x != y:
+                return False
+    return True
+
+
+def check(outputs: Mapping[str, Any], reference: str) -> dict[str, Any]:
+    """Row counts per engine and whether each engine's rows equal the reference engine's."""
+    norm = {k: normalize(v) for k, v in outputs.items()}
+    out: dict[str, Any] = {"rows": {k: len(v) for k, v in norm.items()}}
+    if reference in norm:
+        out["match"] = {k: same_rows(v, norm[reference]) for k, v in norm.items() if k != reference}
+    return out
+
+
+def wall(cmd: Sequence[str], env: Mapping[str, str] | None = None) -> float:
+    """Wall time of a command (stdout discarded); raises with its stderr when it fails."""
+    start = time.perf_counter()
+    proc = subprocess.run(list(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          env=dict(env) if env else None, check=False)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:3])}… exited {proc.returncode}: {proc.stderr.strip()[-400:]}")
+    return elapsed
+
+
+def ducklake_cmd() -> list[str]:
+    """The installed `ducklake` console script next to this interpreter, else `python -m ducklake_cli`."""
+    script = Path(sys.executable).with_name("ducklake")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "ducklake_cli"]
+
+
+# ---------------------------------------------------------------- SQL helpers
+
+
+def rename_tables(query: str, prefix: str) -> str:
+    """The query with every TPC-H table `t` read from the temp view `<prefix>t` (CTE names untouched)."""
+    import sqlglot
+    from sqlglot import exp
+
+    tree = sqlglot.parse_one(query, read="spark")
+    for table in tree.find_all(exp.Table):
+        if table.name.lower() in bd.TPCH_TABLES and not table.args.get("db"):
+            table.set("this", exp.to_identifier(prefix + table.name.lower()))
+    return tree.sql(dialect="spark")
+
+
+# ---------------------------------------------------------------- data
+
+
+@dataclass
+class Lakes:
+    """The benchmark's lakes and inputs."""
+
+    work: Path
+    a_catalog: Path
+    b_catalog: Path
+    sources: dict[str, Path]
+    queries: dict[int, str]
+    adapted: dict[int, list[str]]
+    del_before: int = 0
+    del_after: int = 0
+    deleted_fraction: float = 0.0
+
+
+def build_lakes(s: Settings, work: Path, setup: dict[str, float]) -> Lakes:
+    """TPC-H via dbgen; lake A by DuckDB's ducklake (CTAS), lake B by `ducklake write`; a 10%-deleted copy in A."""
+    con = bd.connect(EXT_DIR)
+    start = time.perf_counter()
+    bd.generate_tpch(con, s.sf)
+    setup["dbgen_s"] = time.perf_counter() - start
+    raw = bd.tpch_queries(con)
+    queries, adapted = {}, {}
+    for n, q in raw.items():
+        queries[n], changes = bd.spark_dialect(q)
+        if changes:
+            adapted[n] = changes
+    lakes = Lakes(work, work / "a" / "cat.sqlite", work / "b" / "cat.sqlite", {}, queries, adapted)
+    for t in bd.TPCH_TABLES:
+        lakes.sources[t] = work / "src" / f"{t}.parquet"
+        bd.export_parquet(con, t, lakes.sources[t])
+    start = time.perf_counter()
+    bd.attach(con, lakes.a_catalog, work / "a" / "data")
+    for t in bd.TPCH_TABLES:
+        con.execute(f"CREATE TABLE lake.{t} AS SELECT * FROM memory.main.{t}")
+    setup["load_a_duckdb_s"] = time.perf_counter() - start
+    con.execute("CREATE TABLE lake.lineitem_del AS SELECT * FROM memory.main.lineitem")
+    lakes.del_before = bd.latest_snapshot(con, "lake")
+    total = con.execute("SELECT count(*) FROM lake.lineitem_del").fetchone()
+    deleted = con.execute("DELETE FROM lake.lineitem_del WHERE l_orderkey % 10 = 0").fetchone()
+    lakes.del_after = bd.latest_snapshot(con, "lake")
+    lakes.deleted_fraction = (deleted[0] if deleted else 0) / (total[0] if total else 1)
+    con.execute("DETACH lake")
+    con.close()
+    return lakes
+
+
+def load_lake_b(lakes: Lakes, spark_lake: Callable[[Path], Lake], setup: dict[str, float]) -> None:
+    """Lake B: each TPC-H table through `ducklake write` (the Python API of the command)."""
+    from ducklake_cli.catalog.url import parse_catalog
+    from ducklake_cli.ops.create import create_catalog
+    from ducklake_cli.ops.write import run_write
+
+    lakes.b_catalog.parent.mkdir(parents=True, exist_ok=True)
+    create_catalog(parse_catalog(str(lakes.b_catalog), must_exist=False), data_path=str(lakes.work / "b" / "data"))
+    lake = spark_lake(lakes.b_catalog)
+    start = time.perf_counter()
+    for t in bd.TPCH_TABLES:
+        run_write(lake, t, source=[str(lakes.sources[t])], mode="create")
+    setup["load_b_ducklake_write_s"] = time.perf_counter() - start
+
+
+# ---------------------------------------------------------------- sections
+
+
+def floor_views(spark: SparkSession, con: Any, alias: str, prefix: str, sources: Mapping[str, Path]) -> None:
+    """Temp views `<prefix><table>` over the lake's own data files (tables whose rows all sit inlined in the
+    catalog, e.g. region, read the same rows from the exported Parquet file)."""
+    for t in bd.TPCH_TABLES:
+        files = bd.lake_files(con, alias, t) or [str(sources[t])]
+        spark.read.parquet(*files).createOrReplaceTempView(prefix + t)
+
+
+def tpch(s: Settings, lakes: Lakes, spark: SparkSession, lake: Lake, catalog: Path, numbers: Sequence[int], *,
+         ddf: bool, tag: str) -> dict[str, Any]:
+    """The 22 queries on one lake: ours, floor, DuckDB (and ducklake-dataframe)."""
+    con = bd.connect(EXT_DIR)
+    bd.attach(con, catalog, catalog.parent / "data")
+    con.execute("USE lake")
+    floor_views(spark, con, "lake", f"floor_{tag}_", lakes.sources)
+    floor_q = {n: rename_tables(q, f"floor_{tag}_") for n, q in lakes.queries.items()}
+    ddf_q = {n: rename_tables(q, f"ddf_{tag}_") for n, q in lakes.queries.items()}
+    # Warm-up (not timed): JIT, class loading and the first Parquet reads, for every engine alike.
+    for n in numbers[:2]:
+        lake.sql(lakes.queries[n]).collect()
+        spark.sql(floor_q[n]).collect()
+    out: dict[str, Any] = {}
+    for n in numbers:
+        q = lakes.queries[n]
+        fns: dict[str, Fn] = {
+            "ours": partial(_collect, lake.sql, q),
+            "floor": partial(_collect, spark.sql, floor_q[n]),
+            "duckdb": partial(_fetch, con, q),
+        }
+        if ddf:
+            fns["ddf"] = partial(_ddf_query, spark, catalog, bd.tables_in(q), f"ddf_{tag}_", ddf_q[n])
+        stats, outputs = rounds(fns, s.reps)
+        out[str(n)] = {**stats, **check(outputs, "duckdb")}
+        log(f"  tpch {tag} q{n:02d}: {_summary(stats)}")
+    con.close()
+    return {"queries": out, "adapted": {str(k): v for k, v in lakes.adapted.items()}}
+
+
+def _collect(run: Callable[[str], Any], query: str) -> Any:
+    return run(query).collect()
+
+
+def _fetch(con: Any, query: str) -> Any:
+    return con.execute(query).fetchall()
+
+
+def _summary(stats: Mapping[str, Any], digits: int = 2) -> str:
+    return ", ".join(f"{k} {v['median']:.{digits}f}s" for k, v in stats.items() if "median" in v)
+
+
+def _ddf_query(spark: SparkSession, catalog: Path, tables: Sequence[str], prefix: str, query: str) -> Any:
+    from ducklake_pyspark import read_ducklake
+
+    for t in tables:
+        read_ducklake(spark, str(catalog), t).createOrReplaceTempView(prefix + t)
+    return spark.sql(query).collect()
+
+
+def scans(s: Settings, lakes: Lakes, spark: SparkSession, lake: Lake) -> dict[str, Any]:
+    """A table with 10% of its rows deleted, and the same table before the delete (time travel)."""
+    con = bd.connect(EXT_DIR)
+    bd.attach(con, lakes.a_catalog, lakes.a_catalog.parent / "data")
+    files = bd.lake_files(con, "lake", "lineitem_del")
+    agg = "count(*) AS n, sum(l_quantity) AS q, sum(l_extendedprice) AS p"
+    spark.read.parquet(*files).createOrReplaceTempView("floor_lineitem_del")
+    out: dict[str, Any] = {"deleted_fraction": lakes.deleted_fraction, "files": len(files)}
+    for name, ours_sql, duck_sql, version in (
+        ("deleted_10pct", f"SELECT {agg} FROM lineitem_del", f"SELECT {agg} FROM lake.lineitem_del", None),
+        ("time_travel", f"SELECT {agg} FROM lineitem_del VERSION AS OF {lakes.del_before}",
+         f"SELECT {agg} FROM lake.lineitem_del AT (VERSION => {lakes.del_before})", lakes.del_before),
+    ):
+        fns: dict[str, Fn] = {
+            "ours": partial(_collect, lake.sql, ours_sql),
+            # The floor reads the same data files and applies no deletes: the bound for any reader.
+            "floor": partial(_collect, spark.sql, f"SELECT {agg} FROM floor_lineitem_del"),
+            "duckdb": partial(_fetch, con, duck_sql),
+            "ddf": partial(_ddf_scan, spark, lakes.a_catalog, version, agg),
+        }
+        stats, outputs = rounds(fns, s.reps)
+        out[name] = {**stats, **check(outputs, "duckdb")}
+        log(f"  scan {name}: {_summary(stats)}")
+    con.close()
+    return out
+
+
+def _ddf_scan(spark: SparkSession, catalog: Path, version: int | None, agg: str) -> Any:
+    from ducklake_pyspark import read_ducklake
+
+    read_ducklake(spark, str(catalog), "lineitem_del", snapshot_version=version).createOrReplaceTempView("ddf_del")
+    return spark.sql(f"SELECT {agg} FROM ddf_del").collect()
+
+
+def planning(s: Settings, work: Path, spark: SparkSession, spark_lake: Callable[[Path], Lake]) -> dict[str, Any]:
+    """SQL text → planned DataFrame on a table with many files and snapshots, with and without a pruning filter."""
+    from ducklake_cli.ops.query import pick_snapshot, plan_sql
+
+    catalog = work / "plan" / "cat.sqlite"
+    start = time.perf_counter()
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_big_catalog.py"), str(catalog), "--snapshots",
+                    str(s.plan_snapshots), "--files", str(s.plan_files), "--force"], check=True, cwd=ROOT,
+                   stdout=subprocess.DEVNULL)
+    build = time.perf_counter() - start
+    lake = spark_lake(catalog)
+    con = bd.connect(EXT_DIR)
+    bd.attach(con, catalog, Path(str(catalog) + ".files"))
+    files = bd.lake_files(con, "lake", "events")
+    mid = (len(files) // 2) * 100
+    out: dict[str, Any] = {"files": len(files), "snapshots": bd.latest_snapshot(con, "lake") + 1, "build_s": build}
+    for name, where in (("no_predicate", ""), ("with_predicate", f" WHERE id BETWEEN {mid} AND {mid + 99}")):
+        q = f"SELECT id, ts, v FROM events{where}"
+
+        def metadata_only(q: str = q) -> int:
+            with lake.reader() as r:
+                r.metadata()
+                plan = plan_sql(lake, r, q, snapshot=pick_snapshot(r, None, None))
+            return sum(len(p.files) for p in plan.scans)
+
+        def floor(q: str = q) -> Any:
+            spark.read.parquet(*files).createOrReplaceTempView("floor_events")
+            return spark.sql(q.replace("FROM events", "FROM floor_events"))._jdf.queryExecution().executedPlan()
+
+        def physical(q: str = q) -> Any:
+            return lake.sql(q)._jdf.queryExecution().executedPlan()
+
+        fns: dict[str, Fn] = {
+            "ours": partial(lake.sql, q),
+            "ours_physical": physical,
+            "ours_metadata": metadata_only,
+            "floor": floor,
+            "duckdb": partial(_fetch, con, "EXPLAIN " + q.replace("FROM events", "FROM lake.events")),
+        }
+        stats, outputs = rounds(fns, s.reps)
+        out[name] = {**stats, "files_kept": outputs.get("ours_metadata")}
+        log(f"  planning {name}: {_summary(stats, 3)}")
+    con.close()
+    return out
+
+
+def writes(s: Settings, work: Path, spark: SparkSession, spark_lake: Callable[[Path], Lake]) -> dict[str, Any]:
+    """`rows` × 10 columns from one Parquet file: `ducklake write`, plain `df.write.parquet`, DuckDB INSERT."""
+    from ducklake_cli.ops.write import run_write
+
+    con = bd.connect(EXT_DIR)
+    src = work / "write" / "src.parquet"
+    bd.write_source(con, s.write_rows, src)
+    ours_cat, duck_cat = work / "write" / "ours" / "cat.sqlite", work / "write" / "duck" / "cat.sqlite"
+    for cat in (ours_cat, duck_cat):
+        cat.parent.mkdir(parents=True, exist_ok=True)
+    bd.attach(con, ours_cat, ours_cat.parent / "data", alias="init")
+    con.execute("DETACH init")
+    bd.attach(con, duck_cat, duck_cat.parent / "data")
+    lake = spark_lake(ours_cat)
+    counter = iter(range(1000))
+
+    def ours() -> int:
+        return run_write(lake, f"t{next(counter)}", source=[str(src)], mode="create").rows
+
+    def floor() -> None:
+        target = work / "write" / "floor"
+        spark.read.parquet(str(src)).write.mode("overwrite").parquet(str(target))
+
+    def duck() -> None:
+        name = f"t{next(counter)}"
+        # Like `--mode create`: the table is created in the same timed step as the load.
+        con.execute(f"CREATE TABLE lake.{name} AS SELECT * FROM read_parquet({bd.quote(str(src))}) LIMIT 0")
+        con.execute(f"INSERT INTO lake.{name} SELECT * FROM read_parquet({bd.quote(str(src))})")
+
+    stats, _ = rounds({"ours": ours, "floor": floor, "duckdb": duck}, s.reps)
+    con.close()
+    log(f"  write: {_summary(stats)}")
+    return {"rows": s.write_rows, "columns": 10, "source_bytes": src.stat().st_size, **stats}
+
+
+_NO_JVM_PROBE = """
+import sys
+sys.argv = ["ducklake", *sys.argv[1:]]
+from ducklake_cli.cli.app import main
+try:
+    main()
+except SystemExit:
+    pass
+finally:
+    sys.stderr.write("\\n__pyspark_loaded__=%s\\n" % ("pyspark" in sys.modules))
+"""
+
+
+def loads_pyspark(args: Sequence[str]) -> bool:
+    """Whether a `ducklake` command imports pyspark at all (and so could start a JVM)."""
+    proc = subprocess.run([sys.executable, "-c", _NO_JVM_PROBE, *args], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, check=False)
+    return "__pyspark_loaded__=True" in proc.stderr
+
+
+def free_port() -> int:
+    """A free loopback TCP port (not the default 15002 others may use)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def metadata(s: Settings, lakes: Lakes) -> dict[str, Any]:
+    """Metadata commands on 10,000 snapshots and start-up wall times, each in a fresh process."""
+    catalog = lakes.work / "meta" / "cat.sqlite"
+    start = time.perf_counter()
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_big_catalog.py"), str(catalog), "--snapshots",
+                    str(s.meta_snapshots), "--files", str(s.meta_files), "--force"], check=True, cwd=ROOT,
+                   stdout=subprocess.DEVNULL)
+    out: dict[str, Any] = {"snapshots": s.meta_snapshots + 3, "files": s.meta_files + 1,
+                           "build_s": time.perf_counter() - start}
+    cli = ducklake_cmd()
+    a = str(lakes.a_catalog)
+    query = "SELECT l_returnflag, l_linestatus, count(*) AS n, sum(l_extendedprice) AS p FROM lineitem GROUP BY 1, 2"
+    commands: dict[str, list[str]] = {
+        "help": ["--help"],
+        "inspect": ["inspect", str(catalog)],
+        "inspect_table": ["inspect", str(catalog), "main.events"],
+        "expire_dry_run": ["maintain", "expire", str(catalog), "--keep-last", "1", "--dry-run"],
+    }
+    stats, _ = rounds({k: partial(wall, [*cli, *v]) for k, v in commands.items()}, s.reps)
+    out.update(stats)
+    out["loads_pyspark"] = {k: loads_pyspark(v) for k, v in commands.items()}
+    stats, _ = rounds({"query_cold_jvm": partial(wall, [*cli, "query", a, query, "--master", "local[2]"])}, s.reps)
+    out.update(stats)
+    env = {**os.environ, "XDG_STATE_HOME": str(lakes.work / "state")}
+    port = free_port()
+    url = f"sc://127.0.0.1:{port}"
+    start = time.perf_counter()
+    wall([*cli, "spark", "start", "--port", str(port), "--master", "local[2]"], env)
+    out["spark_start_s"] = time.perf_counter() - start
+    try:
+        wall([*cli, "query", a, query, "--remote", url], env)  # warm the server (first query compiles code)
+        stats, _ = rounds({"query_remote_warm": partial(wall, [*cli, "query", a, query, "--remote", url], env)},
+                          s.reps)
+        out.update(stats)
+    finally:
+        subprocess.run([*cli, "spark", "stop"], env=env, check=False, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    log(f"  metadata: {_summary({k: v for k, v in out.items() if isinstance(v, dict)})}")
+    return out
+
+
+# ---------------------------------------------------------------- main
+
+
+def versions() -> dict[str, str]:
+    """Versions of what was measured."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for pkg in ("pyspark", "duckdb", "duckdb-extension-ducklake", "ducklake-dataframe", "ducklake-cli"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "not installed"
+    out["python"] = sys.version.split()[0]
+    try:
+        out["git"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                    text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        out["git"] = "unknown"
+    return out
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Command line."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="small data, under 5 minutes")
+    p.add_argument("--sf", type=float, help="TPC-H scale factor (quick 0.02, full 1)")
+    p.add_argument("--reps", type=int, help="runs per figure (≥ 3, default 3)")
+    p.add_argument("--queries", help="TPC-H queries on lake A, e.g. 1,6,14 (quick: 1,3,6,10,12,14; full: all 22)")
+    p.add_argument("--only", default="tpch,scans,planning,write,metadata",
+                   help="comma-separated sections to run (default: all)")
+    p.add_argument("--workdir", type=Path, help="scratch directory (default bench/data/<mode>; emptied first)")
+    p.add_argument("--results", type=Path, default=ROOT / "bench" / "results", help="where the JSON goes")
+    p.add_argument("--event-log", action="store_true", help="write Spark's event log to <workdir>/spark-events")
+    p.add_argument("--report-only", type=Path, metavar="JSON", help="only re-render REPORT.md and the chart")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark, write the JSON, render the report."""
+    args = parse_args(argv)
+    if args.report_only:
+        bench_report.render(json.loads(args.report_only.read_text()), ROOT / "bench", args.report_only.name)
+        return 0
+    s = settings_for(args)
+    sections = {x.strip() for x in args.only.split(",") if x.strip()}
+    work = (args.workdir or ROOT / "bench" / "data" / s.mode).resolve()
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    results: dict[str, Any] = {"meta": {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "mode": s.mode, "settings": asdict(s),
+        "loadavg_start": list(os.getloadavg()), "cores": bd.cpu_count(), "versions": versions(),
+        "spark_master": "local[2]", "sections": sorted(sections)}}
+    setup: dict[str, float] = {}
+    log(f"{s.mode} run, sf {s.sf}, {s.reps} runs per figure, load {os.getloadavg()[0]:.1f}, work dir {work}")
+    lakes = build_lakes(s, work, setup)
+    log("lake A loaded by DuckDB")
+
+    import ducklake_cli
+    from ducklake_cli.engine.session import SparkSettings
+
+    conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(work / "spark-events")} if args.event_log \
+        else {}
+    if args.event_log:
+        (work / "spark-events").mkdir()
+    spark_settings = SparkSettings(master="local[2]", conf=conf, app_name="ducklake-bench")
+    opened: list[Lake] = []
+
+    def spark_lake(catalog: Path) -> Lake:
+        lake = ducklake_cli.connect(str(catalog), spark_settings=spark_settings)
+        opened.append(lake)
+        return lake
+
+    args.results.mkdir(parents=True, exist_ok=True)
+    out = args.results / f"{dt.date.today().isoformat()}-{s.mode}.json"
+
+    def save() -> None:  # after every section, so an interrupted run keeps what it measured
+        results["setup"] = setup
+        results["meta"]["loadavg_end"] = list(os.getloadavg())
+        results["meta"]["duration_s"] = round(time.perf_counter() - _T0, 1)
+        results["targets"] = bench_report.targets(results)
+        out.write_text(json.dumps(results, indent=1, default=str) + "\n")
+
+    start = time.perf_counter()
+    lake_a = spark_lake(lakes.a_catalog)
+    spark = lake_a.spark()
+    setup["spark_start_s"] = time.perf_counter() - start
+    try:
+        load_lake_b(lakes, spark_lake, setup)
+        log("lake B loaded by ducklake write")
+        if "tpch" in sections:
+            results["tpch"] = {"a": tpch(s, lakes, spark, lake_a, lakes.a_catalog, s.queries_a, ddf=s.tpch_ddf,
+                                         tag="a")}
+            save()
+            if s.queries_b:
+                lake_b = spark_lake(lakes.b_catalog)
+                results["tpch"]["b"] = tpch(s, lakes, spark, lake_b, lakes.b_catalog, s.queries_b, ddf=False, tag="b")
+                save()
+        if "scans" in sections:
+            results["scans"] = scans(s, lakes, spark, lake_a)
+            save()
+        if "planning" in sections:
+            results["planning"] = planning(s, work, spark, spark_lake)
+            save()
+        if "write" in sections:
+            results["write"] = writes(s, work, spark, spark_lake)
+            save()
+        if "metadata" in sections:
+            results["metadata"] = metadata(s, lakes)
+    finally:
+        for lake in opened:
+            lake.close()
+    save()
+    bench_report.render(results, ROOT / "bench", out.name)
+    log(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}, bench/REPORT.md, bench/report.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

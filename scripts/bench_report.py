@@ -1,0 +1,294 @@
+"""`bench/REPORT.md` and `bench/report.png` from one `bench/results/*.json` of `scripts/bench.py`.
+
+The report's closing section is `bench/FINDINGS.md` (written by people: profiling notes on the targets missed), copied
+in verbatim so regenerating the tables never loses it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+TPCH_TARGET = 1.10
+WRITE_TARGET = 1.25
+PLAN_TARGET_S = 1.0
+META_TARGET_S = 1.0
+ENGINES = ("ours", "floor", "duckdb", "ddf")
+LABELS = {"ours": "ours (Lake.sql)", "floor": "raw Spark Parquet", "duckdb": "DuckDB + ducklake",
+          "ddf": "ducklake-dataframe"}
+
+
+def stat(runs: Sequence[float]) -> dict[str, Any]:
+    """Median, spread and every run (seconds)."""
+    return {"median": statistics.median(runs), "min": min(runs), "max": max(runs),
+            "runs": [round(r, 4) for r in runs]}
+
+
+def _median(entry: Mapping[str, Any], engine: str) -> float | None:
+    value = entry.get(engine)
+    return float(value["median"]) if isinstance(value, Mapping) and "median" in value else None
+
+
+def geomean_ratio(queries: Mapping[str, Any], num: str, den: str) -> tuple[float | None, int]:
+    """Geometric mean over queries of median(num) / median(den), and how many queries had both."""
+    logs = []
+    for entry in queries.values():
+        a, b = _median(entry, num), _median(entry, den)
+        if a and b:
+            logs.append(math.log(a / b))
+    return (math.exp(sum(logs) / len(logs)) if logs else None), len(logs)
+
+
+def _target(name: str, value: float | None, limit: float, unit: str, note: str = "") -> dict[str, Any]:
+    met = value is not None and value <= limit
+    miss = None if value is None or met else f"{(value / limit - 1) * 100:.0f}% over"
+    return {"name": name, "value": value, "target": f"≤ {limit:g}{unit}", "unit": unit, "met": met, "missed_by": miss,
+            "note": note}
+
+
+def targets(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The issue's targets, evaluated on these results."""
+    out = []
+    for lake, title in (("a", "lake A, DuckDB-written"), ("b", "lake B, ducklake-written")):
+        tp = results.get("tpch", {}).get(lake)
+        if tp:
+            g, n = geomean_ratio(tp["queries"], "ours", "floor")
+            out.append(_target(f"TPC-H geomean ours / raw Spark ({title}, {n} queries)", g, TPCH_TARGET, "×"))
+            g, n = geomean_ratio(tp["queries"], "ours", "duckdb")
+            out.append({"name": f"TPC-H geomean ours / DuckDB ({title})", "value": g, "target": "reported",
+                        "unit": "×", "met": None, "missed_by": None, "note": ""})
+    w = results.get("write")
+    if w and _median(w, "ours") and _median(w, "floor"):
+        ratio = (_median(w, "ours") or 0) / (_median(w, "floor") or 1)
+        out.append(_target(f"write {w['rows']:,} rows × 10 columns: ours / raw Spark", ratio, WRITE_TARGET, "×"))
+    p = results.get("planning")
+    if p:
+        for key, title in (("no_predicate", "no predicate"), ("with_predicate", "pruning predicate")):
+            out.append(_target(f"planning on {p['files']:,} files, {p['snapshots']:,} snapshots ({title})",
+                               _median(p.get(key, {}), "ours"), PLAN_TARGET_S, " s"))
+    m = results.get("metadata")
+    if m:
+        for key, title in (("help", "`ducklake --help`"), ("inspect", "`inspect`"),
+                           ("expire_dry_run", "`maintain expire --dry-run`")):
+            jvm = m.get("loads_pyspark", {}).get(key)
+            note = "pyspark imported!" if jvm else "no pyspark, no JVM"
+            t = _target(f"{title} on {m['snapshots']:,} snapshots (wall, fresh process)", _median(m, key),
+                        META_TARGET_S, " s", note)
+            t["met"] = bool(t["met"]) and not jvm
+            out.append(t)
+    return out
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _cell(entry: Mapping[str, Any], engine: str, digits: int = 2) -> str:
+    value = entry.get(engine)
+    if isinstance(value, Mapping) and "error" in value:
+        return "error"
+    return _fmt(_median(entry, engine), digits)
+
+
+def _ratio(entry: Mapping[str, Any], a: str, b: str) -> str:
+    x, y = _median(entry, a), _median(entry, b)
+    return f"{x / y:.2f}" if x and y else "–"
+
+
+def _tpch_table(tp: Mapping[str, Any], engines: Sequence[str]) -> list[str]:
+    head = "| query | " + " | ".join(LABELS[e] + " (s)" for e in engines) + " | ours / raw | ours / DuckDB | rows |"
+    lines = [head, "|" + " --- |" * (len(engines) + 4)]
+    for n, entry in tp["queries"].items():
+        match = entry.get("match", {})
+        wrong = [e for e in engines if match.get(e) is False]
+        rows = entry.get("rows", {}).get("duckdb", "–")
+        flag = f"{rows}" + (f" (differs: {', '.join(wrong)})" if wrong else "")
+        lines.append(f"| Q{int(n):02d} | " + " | ".join(_cell(entry, e) for e in engines)
+                     + f" | {_ratio(entry, 'ours', 'floor')} | {_ratio(entry, 'ours', 'duckdb')} | {flag} |")
+    geo = [geomean_ratio(tp["queries"], e, "floor")[0] for e in engines]
+    lines.append("| geomean vs raw | " + " | ".join(_fmt(g) for g in geo) + " | | | |")
+    return lines
+
+
+def _engine_rows(entries: Mapping[str, Any], engines: Sequence[str], base: str, digits: int = 2) -> list[str]:
+    lines = ["| case | " + " | ".join(f"{e} (s)" for e in engines) + f" | ours / {base} |",
+             "|" + " --- |" * (len(engines) + 2)]
+    for name, entry in entries.items():
+        if isinstance(entry, Mapping):
+            lines.append(f"| {name} | " + " | ".join(_cell(entry, e, digits) for e in engines)
+                         + f" | {_ratio(entry, 'ours', base)} |")
+    return lines
+
+
+def render_markdown(results: Mapping[str, Any], json_name: str, findings: str) -> str:
+    """The whole report."""
+    meta = results["meta"]
+    s = meta["settings"]
+    v = meta["versions"]
+    load0, load1 = meta["loadavg_start"], meta.get("loadavg_end", ["?"])
+    out = [
+        "# Benchmarks", "",
+        f"Generated by `python scripts/bench.py{' --quick' if s['mode'] == 'quick' else ''}` from "
+        f"[`results/{json_name}`](results/{json_name}) on {meta['date']} ({s['mode']} mode, TPC-H sf {s['sf']}, "
+        f"median of {s['reps']} runs per figure, Spark `{meta['spark_master']}`, {meta['cores']} cores, "
+        f"{meta.get('duration_s', '?')} s in all).",
+        f"Versions: pyspark {v.get('pyspark')}, duckdb {v.get('duckdb')} with ducklake "
+        f"{v.get('duckdb-extension-ducklake')}, "
+        f"ducklake-dataframe {v.get('ducklake-dataframe')}, ducklake-cli at `{v.get('git')}`.", "",
+        f"**Noise.** The machine is shared: 1/5/15-minute load average {', '.join(f'{x:.1f}' for x in load0)} at the "
+        f"start and {', '.join(f'{x:.1f}' for x in load1) if load1 != ['?'] else '?'} at the end, on "
+        f"{meta['cores']} cores. Engines are interleaved run by run, so load skews ratios less than absolute times.",
+        "", "![benchmark chart](report.png)", "", "## Targets", "",
+        "| what | measured | target | met | missed by | note |", "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for t in results.get("targets", []):
+        val = "–" if t["value"] is None else f"{t['value']:.2f}{t['unit']}"
+        met = "—" if t["met"] is None else ("yes" if t["met"] else "**no**")
+        out.append(f"| {t['name']} | {val} | {t['target']} | {met} | {t['missed_by'] or ''} | {t.get('note', '')} |")
+    tp = results.get("tpch", {})
+    for lake, title in (("a", "A — loaded by DuckDB's ducklake (CTAS, default settings)"),
+                        ("b", "B — loaded by `ducklake write`")):
+        if lake in tp:
+            engines = [e for e in ENGINES if any(e in q for q in tp[lake]["queries"].values())]
+            out += ["", f"## TPC-H on lake {title}", "", *_tpch_table(tp[lake], engines)]
+            adapted = tp[lake].get("adapted") or {}
+            out += ["", "Queries adapted to Spark SQL: " + (", ".join(f"Q{k} ({'; '.join(c)})" for k, c in
+                                                                      adapted.items()) or
+                                                          "none — DuckDB's 22 texts run unchanged on Spark SQL.")]
+    sc = results.get("scans")
+    if sc:
+        out += ["", "## Deletes and time travel (lineitem copy, lake A)", "",
+                f"{sc['deleted_fraction'] * 100:.1f}% of the rows deleted by DuckDB "
+                f"(`DELETE … WHERE l_orderkey % 10 = 0`); {sc['files']} data files. "
+                "The raw-Spark column reads the same data files and applies no deletes "
+                "(the bound for any reader); time travel reads the snapshot before the delete.", "",
+                *_engine_rows({k: sc[k] for k in ("deleted_10pct", "time_travel") if k in sc}, ENGINES, "floor")]
+        wrong = [f"{k}: {e}" for k in ("deleted_10pct", "time_travel")
+                 for e, ok in sc.get(k, {}).get("match", {}).items() if ok is False and e != "floor"]
+        if wrong:
+            out += ["", "Results differing from DuckDB: " + ", ".join(wrong) + "."]
+    p = results.get("planning")
+    if p:
+        out += ["", f"## Planning ({p['files']:,} files, {p['snapshots']:,} snapshots)", "",
+                "`ours` = `Lake.sql(q)` returning the analyzed DataFrame (catalog read, file pruning, scan DataFrame, "
+                "temp view, Spark analysis); `ours_physical` adds Spark's physical planning; `ours_metadata` is the "
+                "catalog part alone; raw Spark = `spark.read.parquet(<all files>)` + the same SQL + physical plan; "
+                "DuckDB = `EXPLAIN`.", "",
+                *_engine_rows({k: p[k] for k in ("no_predicate", "with_predicate") if k in p},
+                              ("ours", "ours_physical", "ours_metadata", "floor", "duckdb"), "floor", 3),
+                "", "Files kept by our pruning: " + ", ".join(f"{k} {p[k].get('files_kept')}" for k in
+                                                             ("no_predicate", "with_predicate") if k in p) + "."]
+    w = results.get("write")
+    if w:
+        out += ["", f"## Write ({w['rows']:,} rows × {w['columns']} columns, {w['source_bytes'] / 1e6:.0f} MB Parquet)",
+                "", "ours = `ducklake write --mode create` (Python API, same Spark session); raw Spark = "
+                "`spark.read.parquet(src).write.parquet(dir)`; DuckDB = `CREATE TABLE … LIMIT 0` + `INSERT INTO lake.t "
+                "SELECT * FROM read_parquet(src)`.", "",
+                *_engine_rows({"write": w}, ("ours", "floor", "duckdb"), "floor")]
+    m = results.get("metadata")
+    if m:
+        out += ["", f"## Metadata and start-up (wall time of a fresh `ducklake` process; {m['snapshots']:,} "
+                f"snapshots, {m['files']:,} files)", "", "| command | median (s) | runs (s) | imports pyspark |",
+                "| --- | --- | --- | --- |"]
+        for key, title in (("help", "ducklake --help"), ("inspect", "ducklake inspect CAT"),
+                           ("inspect_table", "ducklake inspect CAT main.events"),
+                           ("expire_dry_run", "ducklake maintain expire CAT --keep-last 1 --dry-run"),
+                           ("query_cold_jvm", "ducklake query A \"…GROUP BY…\" --master local[2] (cold JVM)"),
+                           ("query_remote_warm", "ducklake query A \"…\" --remote sc://… (warm Connect server)")):
+            if key in m:
+                entry = m[key]
+                runs = ", ".join(f"{r:.2f}" for r in entry.get("runs", [])) if "runs" in entry else entry.get("error")
+                jvm = m.get("loads_pyspark", {}).get(key)
+                out.append(f"| `{title}` | {_fmt(_median(m, key))} | {runs} | "
+                           f"{'' if jvm is None else ('yes' if jvm else 'no')} |")
+        if "spark_start_s" in m:
+            out.append(f"\n`ducklake spark start` took {m['spark_start_s']:.1f} s until the server accepted "
+                       "connections.")
+    setup = results.get("setup", {})
+    if setup:
+        out += ["", "## Setup (not part of the figures)", "", ", ".join(f"{k} {val:.1f}" for k, val in setup.items())
+                + "."]
+    if findings.strip():
+        out += ["", findings.strip()]
+    return "\n".join(out) + "\n"
+
+
+def render_chart(results: Mapping[str, Any], path: Path) -> None:
+    """Four panels: TPC-H per query (log scale), scans and write, planning, metadata/start-up."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {"ours": "#1f77b4", "floor": "#7f7f7f", "duckdb": "#ff7f0e", "ddf": "#2ca02c",
+              "ours_physical": "#6baed6", "ours_metadata": "#c6dbef"}
+    fig = plt.figure(figsize=(14, 9), layout="constrained")
+    grid = fig.add_gridspec(2, 3)
+    ax = fig.add_subplot(grid[0, :])
+    tp = results.get("tpch", {}).get("a")
+    if tp:
+        queries = list(tp["queries"])
+        engines = [e for e in ENGINES if any(e in q for q in tp["queries"].values())]
+        width = 0.8 / len(engines)
+        for i, e in enumerate(engines):
+            xs = [j + i * width for j in range(len(queries))]
+            ys = [_median(tp["queries"][q], e) or 0 for q in queries]
+            ax.bar(xs, ys, width, label=LABELS[e], color=colors[e])
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(queries))], [f"Q{int(q)}" for q in queries])
+        ax.set_yscale("log")
+        ax.set_ylabel("seconds (median, log)")
+        g = geomean_ratio(tp["queries"], "ours", "floor")[0]
+        ax.set_title(f"TPC-H sf {results['meta']['settings']['sf']}, lake A — geomean ours / raw Spark "
+                     f"{_fmt(g)} (target ≤ {TPCH_TARGET})")
+        ax.legend(ncols=4, fontsize=8)
+
+    def bars(axis: Any, groups: Mapping[str, Mapping[str, Any]], engines: Sequence[str], title: str,
+             target: float | None = None) -> None:
+        names = list(groups)
+        width = 0.8 / max(1, len(engines))
+        for i, e in enumerate(engines):
+            xs = [j + i * width for j in range(len(names))]
+            axis.bar(xs, [_median(groups[n], e) or 0 for n in names], width, label=e, color=colors.get(e, "#999"))
+        axis.set_xticks([j + 0.4 - width / 2 for j in range(len(names))], names, fontsize=8)
+        if target is not None:
+            axis.axhline(target, color="red", linestyle="--", linewidth=1, label=f"target {target:g} s")
+        axis.set_title(title, fontsize=10)
+        axis.set_ylabel("seconds (median)")
+        axis.legend(fontsize=7)
+
+    sc, w = results.get("scans", {}), results.get("write")
+    groups = {k: sc[k] for k in ("deleted_10pct", "time_travel") if k in sc}
+    if w:
+        groups[f"write {w['rows'] / 1e6:g}M rows"] = w
+    if groups:
+        bars(fig.add_subplot(grid[1, 0]), groups, ENGINES, "Deletes, time travel, write")
+    p = results.get("planning")
+    if p:
+        bars(fig.add_subplot(grid[1, 1]), {k: p[k] for k in ("no_predicate", "with_predicate") if k in p},
+             ("ours", "ours_physical", "ours_metadata", "floor", "duckdb"),
+             f"Planning, {p['files']:,} files / {p['snapshots']:,} snapshots", PLAN_TARGET_S)
+    m = results.get("metadata")
+    if m:
+        axis = fig.add_subplot(grid[1, 2])
+        keys = [k for k in ("help", "inspect", "inspect_table", "expire_dry_run", "query_remote_warm", "query_cold_jvm")
+                if _median(m, k) is not None]
+        axis.barh(keys, [_median(m, k) or 0 for k in keys], color=colors["ours"])
+        axis.axvline(META_TARGET_S, color="red", linestyle="--", linewidth=1, label="target 1 s (metadata)")
+        axis.set_xscale("log")
+        axis.set_xlabel("seconds (median, log)")
+        axis.set_title(f"Start-up and metadata ({m['snapshots']:,} snapshots)", fontsize=10)
+        axis.legend(fontsize=7)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def render(results: Mapping[str, Any], bench_dir: Path, json_name: str) -> None:
+    """Write `REPORT.md` and `report.png` into `bench_dir`."""
+    bench_dir.mkdir(parents=True, exist_ok=True)
+    findings_path = bench_dir / "FINDINGS.md"
+    findings = findings_path.read_text() if findings_path.exists() else ""
+    render_chart(results, bench_dir / "report.png")
+    (bench_dir / "REPORT.md").write_text(render_markdown(results, json_name, findings))
