@@ -208,12 +208,13 @@ def _spark_verb(make: Callable[[Lake], Plan], *, catalog: str | None, data_path:
                 metadata_schema: str | None, dry_run: bool, yes: bool, fmt: OutputFormat, master: str | None,
                 remote: str | None, conf: list[str] | None, debug: bool) -> None:
     """The plan flow for verbs that write files through Spark (started only when applying)."""
-    from ducklake_cli.cli.common import spark_settings
+    from ducklake_cli.cli.common import finish_spark, spark_settings
 
     resolved = resolve_catalog(catalog, data_path=data_path, metadata_schema=metadata_schema)
     settings = spark_settings(resolved, master=master, remote=remote, conf=conf or [], debug=debug)
     run_plan(make, catalog=catalog, data_path=data_path, metadata_schema=metadata_schema, dry_run=dry_run, yes=yes,
              fmt=fmt, spark_settings=settings)
+    finish_spark()
 
 
 @maintain_app.command("flush")

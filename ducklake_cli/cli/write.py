@@ -14,6 +14,7 @@ from ducklake_cli.cli.common import (
     FormatOpt,
     MetadataSchemaOpt,
     SnapshotOpt,
+    finish_spark,
     open_lake,
     parse_time,
     resolve_catalog,
@@ -98,3 +99,4 @@ def write(
                            author=author, inline=not no_inline, ignore_extra_columns=ignore_extra_columns,
                            snapshot=snapshot, as_of=parse_time(as_of) if as_of else None)
     render(result, fmt)
+    finish_spark()
