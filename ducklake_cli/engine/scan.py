@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, NameMapping
 from ducklake_cli.engine.plan import FileSource, ScanPlan
@@ -138,7 +138,19 @@ def _file_info(spark: SparkSession, plan: ScanPlan, keyed: dict[str, FileSource]
          *[cid in plan.missing_columns.get(f.data_file_id, ()) for cid in defaulted])
         for key, f in keyed.items()
     ]
-    return spark.createDataFrame(rows, schema)
+    return _local_frame(spark, schema, rows)
+
+
+def _local_frame(spark: SparkSession, schema: Any, rows: Sequence[tuple[Any, ...]]) -> DataFrame:
+    """A small driver-side table as a local relation (from Arrow), not a Python RDD that costs a job and a worker."""
+    import pyarrow as pa
+    from pyspark.sql import types as T
+
+    arrow = {T.StringType: pa.string(), T.LongType: pa.int64(), T.BooleanType: pa.bool_()}
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema.fields)
+    table = pa.table({f.name: pa.array(list(col), arrow[type(f.dataType)])
+                      for f, col in zip(schema.fields, columns, strict=True)})
+    return spark.createDataFrame(table, schema)
 
 
 def _deletes(spark: SparkSession, plan: ScanPlan) -> DataFrame | None:
@@ -154,10 +166,9 @@ def _deletes(spark: SparkSession, plan: ScanPlan) -> DataFrame | None:
             T.StructField("pos", T.LongType(), True, {FIELD_ID_KEY: DELETE_POS_ID}),
             T.StructField("snap", T.LongType(), True, {FIELD_ID_KEY: SNAPSHOT_ID_FIELD_ID}),
         ])
-        info = spark.createDataFrame(
-            [(file_key(f.delete.path), f.data_file_id) for f in parquet if f.delete is not None],
-            "__dkey string, __file_id bigint",
-        )
+        info = _local_frame(spark, T.StructType([T.StructField("__dkey", T.StringType()),
+                                                 T.StructField("__file_id", T.LongType())]),
+                            [(file_key(f.delete.path), f.data_file_id) for f in parquet if f.delete is not None])
         raw = spark.read.schema(schema).parquet(*[spark_path(f.delete.path) for f in parquet if f.delete])
         keyed = raw.select(
             _spark_key(F.col("_metadata.file_path")).alias("__dkey"), F.col("pos"), F.col("snap")
@@ -172,7 +183,8 @@ def _deletes(spark: SparkSession, plan: ScanPlan) -> DataFrame | None:
             assert f.delete is not None
             local.extend((f.data_file_id, pos) for pos in read_deletion_vector(f.delete.path, plan.storage_options))
     if local:
-        parts.append(spark.createDataFrame(local, "__file_id bigint, __pos bigint"))
+        parts.append(_local_frame(spark, T.StructType([T.StructField("__file_id", T.LongType()),
+                                                       T.StructField("__pos", T.LongType())]), local))
     if not parts:
         return None
     out = parts[0]
@@ -254,24 +266,29 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_
         data = raw_parts[0]
         for p in raw_parts[1:]:
             data = data.unionByName(p)
-        keyed = {file_key(f.path): f for f in plan.files}
-        data = data.join(F.broadcast(_file_info(spark, plan, keyed)), "__key")
-        if any(f.needs_snapshot_filter for f in plan.files):
-            data = data.where(~F.col("__snap_filter") | (F.col(SNAPSHOT_ID_COLUMN) <= F.lit(plan.snapshot_id)))
-        deletes = _deletes(spark, plan)
-        if deletes is not None:
-            data = data.join(deletes, ["__file_id", "__pos"], "left_anti")
         missing = {cid for m in plan.missing_columns.values() for cid in m}
-        selects = []
-        for c in columns:
-            value = F.col(_col_name(c.column_id))
-            if c.column_id in missing:
-                value = F.when(F.col(f"__missing_{c.column_id}"), _default(c, plan.defaults)).otherwise(value)
-            selects.append(value.alias(_col_name(c.column_id)))
-        rowid = F.coalesce(F.col(ROW_ID_COLUMN), F.col("__row_id_start") + F.col("__pos"))
-        lineage = [rowid.alias(ROW_ID_COLUMN), F.coalesce(F.col(SNAPSHOT_ID_COLUMN), F.col("__begin"))
-                   .alias(SNAPSHOT_ID_COLUMN)] if with_lineage else []
-        parts.append(data.select(*selects, rowid.alias("__rowid"), *lineage))
+        deletes = _deletes(spark, plan)
+        snap_filter = any(f.needs_snapshot_filter for f in plan.files)
+        if not (with_rowid or with_lineage or snap_filter or missing or deletes is not None):
+            # The common case (no deletes, defaults, partial files or row ids): no per-row file lookup at all.
+            parts.append(data.select(*names, F.lit(None).cast("bigint").alias("__rowid")))
+        else:
+            keyed = {file_key(f.path): f for f in plan.files}
+            data = data.join(F.broadcast(_file_info(spark, plan, keyed)), "__key")
+            if snap_filter:
+                data = data.where(~F.col("__snap_filter") | (F.col(SNAPSHOT_ID_COLUMN) <= F.lit(plan.snapshot_id)))
+            if deletes is not None:
+                data = data.join(deletes, ["__file_id", "__pos"], "left_anti")
+            selects = []
+            for c in columns:
+                value = F.col(_col_name(c.column_id))
+                if c.column_id in missing:
+                    value = F.when(F.col(f"__missing_{c.column_id}"), _default(c, plan.defaults)).otherwise(value)
+                selects.append(value.alias(_col_name(c.column_id)))
+            rowid = F.coalesce(F.col(ROW_ID_COLUMN), F.col("__row_id_start") + F.col("__pos"))
+            lineage = [rowid.alias(ROW_ID_COLUMN), F.coalesce(F.col(SNAPSHOT_ID_COLUMN), F.col("__begin"))
+                       .alias(SNAPSHOT_ID_COLUMN)] if with_lineage else []
+            parts.append(data.select(*selects, rowid.alias("__rowid"), *lineage))
     if not with_lineage:
         parts.extend(_inlined(spark, plan))
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.api import Lake
-from ducklake_cli.catalog.models import Snapshot
+from ducklake_cli.catalog.models import SchemaInfo, Snapshot, TableInfo
 from ducklake_cli.catalog.reader import MetadataReader
 from ducklake_cli.engine.plan import ScanPlan, plan_scan
 from ducklake_cli.engine.predicates import Predicate
@@ -107,18 +107,22 @@ def _plan_refs(lake: Lake, reader: MetadataReader, parsed: ParsedQuery, *, snaps
         raise QueryError("views nest too deeply (a view that refers to itself?)")
     views: dict[TableRef, str] = {}
     out = SqlPlan(spark_sql="")
+    catalog_at: dict[int, tuple[dict[str, TableInfo], list[SchemaInfo]]] = {}  # one catalog read per snapshot
+    data_path = lake.data_path(reader)
     for ref in parsed.table_refs():
         if ref in views:
             continue
         sid = _ref_snapshot(reader, ref, snapshot)
-        # Spark and DuckDB resolve identifiers case-insensitively.
-        tables = {t.qualified_name.lower(): t for t in reader.tables(sid)}
+        if sid not in catalog_at:
+            # Spark and DuckDB resolve identifiers case-insensitively.
+            catalog_at[sid] = ({t.qualified_name.lower(): t for t in reader.tables(sid)}, reader.schemas(sid))
+        tables, schemas = catalog_at[sid]
         view_name = f"__ducklake_{next(_view_ids)}"
         views[ref] = view_name
         wanted = ref.qualified.lower()
         if wanted in tables:
-            plan = plan_scan(reader, table=tables[wanted], snapshot_id=sid, data_path=lake.data_path(reader),
-                             schemas=reader.schemas(sid), predicates=parsed.predicates_for(ref),
+            plan = plan_scan(reader, table=tables[wanted], snapshot_id=sid, data_path=data_path,
+                             schemas=schemas, predicates=parsed.predicates_for(ref),
                              storage_options=lake.storage_options)
             out.scans.append(plan)
             out.views.append((view_name, plan, parsed.uses_rowid()))
