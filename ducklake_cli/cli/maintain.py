@@ -249,6 +249,10 @@ def compact(
     target_size: Annotated[str | None, typer.Option("--target-size", help="Output size (e.g. 256MB); default: "
                                                                           "the option target_file_size (512 MiB).",
                                                     show_default=False)] = None,
+    partition: Annotated[list[str] | None, typer.Option("--partition", help="Only files with this partition value, "
+                                                                            "KEY=VALUE as in the hive directories "
+                                                                            "(region=eu, day=31; repeatable).",
+                                                        show_default=False)] = None,
     dry_run: DryRunOpt = False, yes: YesOpt = False, master: SparkMasterOpt = None, remote: SparkRemoteOpt = None,
     conf: ConfOpt = None, data_path: DataPathOpt = None, metadata_schema: MetadataSchemaOpt = None,
     fmt: FormatOpt = OutputFormat.table, debug: DebugOpt = False,
@@ -261,11 +265,13 @@ def compact(
       ducklake maintain compact lake.sqlite --dry-run
 
       ducklake maintain compact lake.sqlite --table events --max-input-files 500 --yes --format json
+
+      ducklake maintain compact lake.sqlite --table events --partition region=eu --partition day=31
     """
     from ducklake_cli.ops.rewrite import plan_compact
 
     _spark_verb(lambda lake: plan_compact(lake, table=table, max_input_files=max_input_files,
-                                          target_size=target_size),
+                                          target_size=target_size, partition=partition or []),
                 catalog=catalog, data_path=data_path, metadata_schema=metadata_schema, dry_run=dry_run, yes=yes,
                 fmt=fmt, master=master, remote=remote, conf=conf, debug=debug)
 

@@ -240,12 +240,39 @@ class RewritePlan(_RewritePlan):
 
 # ----- planning ----------------------------------------------------------------------------------------------------
 
+def _partition_filter(partition: Sequence[str]) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for item in partition:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--partition {item!r}: expected KEY=VALUE, e.g. region=eu or day=31")
+        out[key.strip().lower()] = None if value == "__HIVE_DEFAULT_PARTITION__" else value
+    return out
+
+
+def _matches(t: TableInfo, values: dict[int, str | None], wanted: dict[str, str | None]) -> bool:
+    """Whether a file's partition values match `--partition` keys (named like its hive directories)."""
+    if not wanted:
+        return True
+    if t.partition is None:
+        return False
+    names = {c.column_id: c.name for c in t.columns}
+    keys = {}
+    for f in t.partition.fields:
+        short = f.transform.split("(")[0]
+        keys[(names.get(f.column_id, "") if short == "identity" else short).lower()] = f.key_index
+        keys[f"{short}_{names.get(f.column_id, '')}".lower()] = f.key_index
+    return all(k in keys and values.get(keys[k]) == v for k, v in wanted.items())
+
+
 def plan_compact(lake: Lake, *, table: str | None = None, max_input_files: int | None = None,
-                 target_size: str | None = None) -> CompactPlan:
+                 target_size: str | None = None, partition: Sequence[str] = ()) -> CompactPlan:
     """Groups of adjacent live files smaller than the target size with no deletes, per table, schema version,
-    partition spec and partition values, in insertion order; groups of one file are left alone."""
+    partition spec and partition values, in insertion order; groups of one file are left alone. `partition`
+    (`region=eu`, `day=31`) limits it to files with those partition values."""
     if max_input_files is not None and max_input_files < 2:
         raise UsageError("--max-input-files must be at least 2")
+    wanted = _partition_filter(partition)
     with lake.reader() as r:
         ctx = _context(lake, r)
         groups: list[FileGroup] = []
@@ -262,6 +289,7 @@ def plan_compact(lake: Lake, *, table: str | None = None, max_input_files: int |
             if len(candidates) < 2:
                 continue
             values = r.file_partition_values(t.table_id, [f.data_file_id for f in candidates])
+            candidates = [f for f in candidates if _matches(t, values.get(f.data_file_id, {}), wanted)]
             versions = _versions(r, t, ctx.base_snapshot)
             buckets: dict[tuple[Any, ...], list[DataFile]] = {}
             for f in sorted(candidates, key=lambda f: (f.begin_snapshot, f.row_id_start or 0, f.data_file_id)):

@@ -97,6 +97,8 @@ def test_flush_compact_rewrite_keep_every_snapshot(lake_env: tuple[Spot, duckdb.
     files_before = con.execute("SELECT count(*) FROM __ducklake_metadata_lake.ducklake_data_file "
                                "WHERE end_snapshot IS NULL").fetchone()[0]
     con.execute("DETACH lake")
+    eu = plan_compact(lake, table="p", partition=["region=eu"])
+    assert eu.groups and all(g.partition_values == ("eu",) for g in eu.groups)
     for make in (plan_flush, plan_compact, plan_rewrite):
         plan = make(lake)
         assert not plan.is_empty(), make.__name__
@@ -115,9 +117,12 @@ def test_flush_compact_rewrite_keep_every_snapshot(lake_env: tuple[Spot, duckdb.
     assert inlined >= 1
     for table in TABLES:
         assert ours(lake, table) == [tuple(r) for r in after[(latest, table)]]
+    # Our reader at every snapshot on SQLite (a sample elsewhere, to keep the suite short).
     oldest_t = min(sid for sid, t in after if t == "main.t" and after[(sid, t)])
-    for sid in (oldest_t, oldest_t + 13, latest - 4):
-        assert ours(lake, "main.t", sid) == [tuple(r) for r in after[(sid, "main.t")]], sid
+    every = spot.backend == "sqlite"
+    for (sid, table), rows in sorted(after.items()):
+        if every or (table == "main.t" and sid in (oldest_t, oldest_t + 13, latest - 4)):
+            assert ours(lake, table, sid) == [tuple(r) for r in rows], (sid, table)
     # DuckDB goes on writing: inserts, deletes (also in merged and rewritten files) and an update.
     con.execute("INSERT INTO lake.t VALUES (1, 'again', NULL, 2)")
     con.execute("DELETE FROM lake.t WHERE id % 5 = 0")

@@ -394,3 +394,28 @@ def r_table_id(con: duckdb.DuckDBPyConnection, name: str) -> int:
     """A table's id in the attached lake."""
     return int(con.execute("SELECT table_id FROM __ducklake_metadata_lake.ducklake_table WHERE table_name = $n",
                            {"n": name}).fetchone()[0])
+
+
+@pytest.mark.parametrize("spot", ["duckdb", "postgres"], indirect=True)
+def test_ten_million_rows(env: Env) -> None:
+    """The 10-million-row scenario on the other two oracle backends (SQLite's, with the driver-RSS bound, is in
+    tests/ops/test_write_memory.py): every row back, row for row."""
+    from tests.fixtures.writes import make_wide_parquet
+
+    source = make_wide_parquet(env.inputs / "wide", 10_000_000, files=4)
+    result = run_write(env.lake, "big", source=[str(source)], mode="create")
+    env.lake.close()
+    assert (result.rows, result.inlined_rows) == (10_000_000, 0)
+    con = env.attached()
+    src = f"read_parquet('{source}/*.parquet')"
+    assert con.execute("SELECT count(*) FROM lake.main.big").fetchone() == (10_000_000,)
+    described = con.execute(f"SELECT column_name FROM (DESCRIBE SELECT * FROM {src})").fetchall()
+    cols = [c for (c,) in described if c != "id"]
+    differ = con.execute(
+        f"SELECT count(*) FROM lake.main.big l FULL JOIN {src} s USING (id) WHERE l.id IS NULL OR s.id IS NULL "
+        f"OR ({', '.join('l.' + c for c in cols)}) IS DISTINCT FROM ({', '.join('s.' + c for c in cols)})"
+    ).fetchone()
+    assert differ == (0,)
+    for where in ("id BETWEEN 4999990 AND 5000010", "amount > 998.9"):
+        q = f"SELECT count(*) FROM {{}} WHERE {where}"
+        assert con.execute(q.format("lake.main.big")).fetchone() == con.execute(q.format(src)).fetchone(), where
