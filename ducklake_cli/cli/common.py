@@ -50,6 +50,16 @@ AsOfOpt = Annotated[
                  show_default=False),
 ]
 
+MasterOpt = Annotated[
+    str | None,
+    typer.Option("--master", help="Spark master URL (spark://host:7077, yarn, k8s://…); default: embedded local[*].",
+                 show_default=False),
+]
+RemoteOpt = Annotated[str | None, typer.Option("--remote", help="Spark Connect server (sc://host:15002).",
+                                               show_default=False)]
+ConfOpt = Annotated[list[str] | None, typer.Option("--conf", help="Spark setting key=value (repeatable).",
+                                                   show_default=False)]
+
 
 def parse_time(text: str) -> dt.datetime:
     """An ISO timestamp or date; naive values are UTC."""

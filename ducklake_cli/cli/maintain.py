@@ -10,11 +10,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ducklake_cli.cli.common import (
+    ConfOpt,
     DataPathOpt,
     DebugOpt,
     FormatOpt,
+    MasterOpt,
     MetadataSchemaOpt,
     OptionalCatalogArg,
+    RemoteOpt,
     open_lake,
     resolve_catalog,
 )
@@ -196,12 +199,7 @@ def orphans(
 TableOpt = Annotated[str | None, typer.Option("--table", help="Only this table (TABLE or SCHEMA.TABLE); default: "
                                                               "every table whose auto_compact option is on.",
                                               show_default=False)]
-SparkMasterOpt = Annotated[str | None, typer.Option("--master", help="Spark master URL; default: embedded local[*].",
-                                                    show_default=False)]
-SparkRemoteOpt = Annotated[str | None, typer.Option("--remote", help="Spark Connect server (sc://host:15002).",
-                                                    show_default=False)]
-ConfOpt = Annotated[list[str] | None, typer.Option("--conf", help="Spark setting key=value (repeatable).",
-                                                   show_default=False)]
+
 
 
 def _spark_verb(make: Callable[[Lake], Plan], *, catalog: str | None, data_path: str | None,
@@ -220,7 +218,7 @@ def _spark_verb(make: Callable[[Lake], Plan], *, catalog: str | None, data_path:
 @maintain_app.command("flush")
 def flush(
     catalog: OptionalCatalogArg = None, table: TableOpt = None, dry_run: DryRunOpt = False, yes: YesOpt = False,
-    master: SparkMasterOpt = None, remote: SparkRemoteOpt = None, conf: ConfOpt = None,
+    master: MasterOpt = None, remote: RemoteOpt = None, conf: ConfOpt = None,
     data_path: DataPathOpt = None, metadata_schema: MetadataSchemaOpt = None, fmt: FormatOpt = OutputFormat.table,
     debug: DebugOpt = False,
 ) -> None:
@@ -253,7 +251,7 @@ def compact(
                                                                             "KEY=VALUE as in the hive directories "
                                                                             "(region=eu, day=31; repeatable).",
                                                         show_default=False)] = None,
-    dry_run: DryRunOpt = False, yes: YesOpt = False, master: SparkMasterOpt = None, remote: SparkRemoteOpt = None,
+    dry_run: DryRunOpt = False, yes: YesOpt = False, master: MasterOpt = None, remote: RemoteOpt = None,
     conf: ConfOpt = None, data_path: DataPathOpt = None, metadata_schema: MetadataSchemaOpt = None,
     fmt: FormatOpt = OutputFormat.table, debug: DebugOpt = False,
 ) -> None:
@@ -284,7 +282,7 @@ def rewrite(
                                                                                      "option rewrite_delete_threshold"
                                                                                      " (0.95).",
                                                            show_default=False)] = None,
-    dry_run: DryRunOpt = False, yes: YesOpt = False, master: SparkMasterOpt = None, remote: SparkRemoteOpt = None,
+    dry_run: DryRunOpt = False, yes: YesOpt = False, master: MasterOpt = None, remote: RemoteOpt = None,
     conf: ConfOpt = None, data_path: DataPathOpt = None, metadata_schema: MetadataSchemaOpt = None,
     fmt: FormatOpt = OutputFormat.table, debug: DebugOpt = False,
 ) -> None:
@@ -307,7 +305,7 @@ def rewrite(
 @maintain_app.command("checkpoint")
 def checkpoint(
     catalog: OptionalCatalogArg = None, table: TableOpt = None, dry_run: DryRunOpt = False, yes: YesOpt = False,
-    master: SparkMasterOpt = None, remote: SparkRemoteOpt = None, conf: ConfOpt = None,
+    master: MasterOpt = None, remote: RemoteOpt = None, conf: ConfOpt = None,
     data_path: DataPathOpt = None, metadata_schema: MetadataSchemaOpt = None, fmt: FormatOpt = OutputFormat.table,
     debug: DebugOpt = False,
 ) -> None:

@@ -315,9 +315,6 @@ def write_batches(batches: Iterator[pa.RecordBatch], spec: FileSpec) -> Iterator
         yield pa.RecordBatch.from_arrays([pa.array([file_to_json(d) for d in done], pa.string())], ["file"])
 
 
-DELETE_FILE_PATH_ID = 2147483646
-DELETE_POS_ID = 2147483645
-
 
 def write_delete_file(table_dir: str, data_file: str, positions: Sequence[int], snapshots: Sequence[int],
                       storage_options: dict[str, Any]) -> tuple[str, int, int]:
@@ -326,7 +323,12 @@ def write_delete_file(table_dir: str, data_file: str, positions: Sequence[int], 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ducklake_cli.engine.types import SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID
+    from ducklake_cli.engine.types import (
+        DELETE_FILE_PATH_ID,
+        DELETE_POS_ID,
+        SNAPSHOT_ID_COLUMN,
+        SNAPSHOT_ID_FIELD_ID,
+    )
     from ducklake_cli.storage.paths import uuid7
 
     def fid(n: int) -> dict[bytes, bytes]:

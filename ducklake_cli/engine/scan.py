@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from ducklake_cli.catalog.models import ColumnInfo, NameMapping
 from ducklake_cli.engine.plan import FileSource, ScanPlan
 from ducklake_cli.engine.types import (
+    DELETE_FILE_PATH_ID,
+    DELETE_POS_ID,
     FIELD_ID_KEY,
     ROW_ID_COLUMN,
     ROW_ID_FIELD_ID,
@@ -28,8 +30,6 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 ROWID = "rowid"
-DELETE_FILE_PATH_ID = 2147483646
-DELETE_POS_ID = 2147483645
 _URI_PATH_CHARS = frozenset(string.ascii_letters + string.digits + "-_.!~*'()" + ":@&=+$," + ";/")
 
 

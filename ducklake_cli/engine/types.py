@@ -15,6 +15,8 @@ ROW_ID_FIELD_ID = 2147483540
 SNAPSHOT_ID_FIELD_ID = 2147483539
 ROW_ID_COLUMN = "_ducklake_internal_row_id"
 SNAPSHOT_ID_COLUMN = "_ducklake_internal_snapshot_id"
+DELETE_FILE_PATH_ID = 2147483646  # delete files' `file_path` and `pos` (spec §3.7)
+DELETE_POS_ID = 2147483645
 
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 
