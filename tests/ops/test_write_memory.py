@@ -1,8 +1,10 @@
 """Data never passes through the Python driver (issue #4, acceptance): writing 10 million rows of 10 columns keeps
 the CLI process's peak RSS under 500 MB, and DuckDB 1.5.5 reads back exactly the input rows.
 
-The RSS is the driver's own `ru_maxrss` (RUSAGE_SELF), taken by a wrapper that runs `ducklake_cli.cli.app.main` in
-that very process: the JVM and Spark's Python workers are separate processes and are not counted. The input,
+The RSS is the driver's own high-water mark (`VmHWM` in /proc/self/status), taken by a wrapper that runs
+`ducklake_cli.cli.app.main` in that very process: the JVM and Spark's Python workers are separate processes and are
+not counted. Not `ru_maxrss`: Linux carries the parent's peak across fork/exec into it, so inside a long pytest run it
+reported pytest's own ~1.7 GB instead of the CLI's. The input,
 ~300 MB of Parquet, would need well over 500 MB as Arrow in the driver, so a collect() anywhere fails the test."""
 
 from __future__ import annotations
@@ -22,15 +24,17 @@ ROWS = 10_000_000
 RSS_LIMIT_MB = 500
 COLUMNS = ("id", "k", "x", "name", "day", "ts", "flag", "amount", "f", "tag")
 
-# Runs the CLI in this interpreter and reports the interpreter's own peak RSS (KiB on Linux) on the way out.
+# Runs the CLI in this interpreter and reports this address space's peak RSS (KiB) on the way out.
 _WRAPPER = """
-import resource, sys
+import sys
 from ducklake_cli.cli.app import main
 try:
     main(sys.argv[2:])
 finally:
+    with open("/proc/self/status") as status:
+        peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
     with open(sys.argv[1], "w") as out:
-        out.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+        out.write(peak)
 """
 
 
