@@ -490,8 +490,9 @@ def metadata(s: Settings, lakes: Lakes) -> dict[str, Any]:
     out["spark_start_s"] = time.perf_counter() - start
     try:
         wall([*cli, "query", a, query, "--remote", url], env)  # warm the server (first query compiles code)
-        stats, _ = rounds({"query_remote_warm": partial(wall, [*cli, "query", a, query, "--remote", url], env)},
-                          s.reps)
+        remote = {"query_remote_warm": [*cli, "query", a, query, "--remote", url],
+                  "query_remote_select1": [*cli, "query", a, "SELECT 1", "--remote", url]}
+        stats, _ = rounds({k: partial(wall, v, env) for k, v in remote.items()}, s.reps)
         out.update(stats)
     finally:
         subprocess.run([*cli, "spark", "stop"], env=env, check=False, stdout=subprocess.DEVNULL,

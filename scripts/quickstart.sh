@@ -8,6 +8,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/pip install --quiet --upgrade pip 2>/dev/null
 .venv/bin/pip install --quiet -e '.[dev]' 2>/dev/null || .venv/bin/pip install -e '.[dev]'
+# Bytecode for the editable package, written now in case PYTHONDONTWRITEBYTECODE is set: ~0.1 s off every command.
+.venv/bin/python -m compileall -q ducklake_cli >/dev/null
 
 demo=demo
 rm -rf "$demo" && mkdir -p "$demo"
