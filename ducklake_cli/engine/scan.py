@@ -68,14 +68,32 @@ def _data_schema(columns: Sequence[ColumnInfo]) -> object:
     return T.StructType(fields)
 
 
-def _read_native(spark: SparkSession, files: Sequence[FileSource], columns: Sequence[ColumnInfo]) -> DataFrame:
+def _read_native(
+    spark: SparkSession, files: Sequence[FileSource], columns: Sequence[ColumnInfo], *, keyed: bool
+) -> DataFrame:
+    """Files with field ids; `keyed` adds each row's file key and position (for deletes, row ids, snapshot
+    filters, defaults). Unkeyed reads never mention `_metadata`: Spark does not prune it once referenced, and
+    would read every row's index and build a per-row struct for nothing."""
     from pyspark.sql import functions as F
 
     df = spark.read.schema(_data_schema(columns)).parquet(*[spark_path(f.path) for f in files])  # type: ignore[arg-type]
+    names = [_col_name(c.column_id) for c in columns]
+    if not keyed:
+        return df.select(*names)
     return df.select(
-        *[_col_name(c.column_id) for c in columns], ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN,
+        *names, ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN,
         _spark_key(F.col("_metadata.file_path")).alias("__key"), F.col("_metadata.row_index").alias("__pos"),
     )
+
+
+def _read_direct(spark: SparkSession, files: Sequence[FileSource], columns: Sequence[ColumnInfo]) -> DataFrame:
+    """The plainest scan (field ids; no deletes, defaults, partial files, inlined rows or row ids): the files read
+    straight into the table's column names. No projection, so planning costs a few JVM calls, not several per
+    column (~0.1 s per table on TPC-H)."""
+    from pyspark.sql import types as T
+
+    schema = T.StructType([spark_field(c) for c in columns])
+    return spark.read.schema(schema).parquet(*[spark_path(f.path) for f in files])
 
 
 def _read_mapped(
@@ -246,6 +264,12 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_
         if f.mapping_id is not None:
             by_mapping.setdefault(f.mapping_id, []).append(f)
 
+    missing = {cid for m in plan.missing_columns.values() for cid in m}
+    deletes = _deletes(spark, plan) if plan.files else None
+    snap_filter = any(f.needs_snapshot_filter for f in plan.files)
+    keyed = with_rowid or with_lineage or snap_filter or bool(missing) or deletes is not None
+    if plain and not keyed and not by_mapping and not plan.inlined and not any(needs_fallback(c) for c in columns):
+        return _read_direct(spark, plain, columns)
     raw_parts: list[DataFrame] = []
     if plain:
         if any(needs_fallback(c) for c in columns):
@@ -258,23 +282,22 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_
                 ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN, F.col("__file").alias("__key"), "__pos",
             ))
         else:
-            raw_parts.append(_read_native(spark, plain, columns))
+            raw_parts.append(_read_native(spark, plain, columns, keyed=keyed))
     for mapping_id, files in by_mapping.items():
         raw_parts.append(_read_mapped(spark, files, columns, plan.name_mappings.get(mapping_id, ()), plan.defaults))
 
     if raw_parts:
+        if not keyed:
+            raw_parts = [p.select(*names) for p in raw_parts]
         data = raw_parts[0]
         for p in raw_parts[1:]:
             data = data.unionByName(p)
-        missing = {cid for m in plan.missing_columns.values() for cid in m}
-        deletes = _deletes(spark, plan)
-        snap_filter = any(f.needs_snapshot_filter for f in plan.files)
-        if not (with_rowid or with_lineage or snap_filter or missing or deletes is not None):
+        if not keyed:
             # The common case (no deletes, defaults, partial files or row ids): no per-row file lookup at all.
             parts.append(data.select(*names, F.lit(None).cast("bigint").alias("__rowid")))
         else:
-            keyed = {file_key(f.path): f for f in plan.files}
-            data = data.join(F.broadcast(_file_info(spark, plan, keyed)), "__key")
+            by_key = {file_key(f.path): f for f in plan.files}
+            data = data.join(F.broadcast(_file_info(spark, plan, by_key)), "__key")
             if snap_filter:
                 data = data.where(~F.col("__snap_filter") | (F.col(SNAPSHOT_ID_COLUMN) <= F.lit(plan.snapshot_id)))
             if deletes is not None:
