@@ -202,7 +202,9 @@ def render_markdown(results: Mapping[str, Any], json_name: str, findings: str) -
                            ("expire_dry_run", "ducklake maintain expire CAT --keep-last 1 --dry-run"),
                            ("query_cold_jvm", "ducklake query A \"…GROUP BY…\" --master local[2] (cold JVM)"),
                            ("query_remote_warm", "ducklake query A \"…\" --remote sc://… (warm Connect server)"),
-                           ("query_remote_select1", "ducklake query A \"SELECT 1\" --remote sc://… (warm)")):
+                           ("query_remote_select1", "ducklake query A \"SELECT 1\" --remote sc://… (warm)"),
+                           ("query_remote_select1_own_process",
+                            "same, DUCKLAKE_WARM=0 (own process, no warm ducklake process)")):
             if key in m:
                 entry = m[key]
                 runs = ", ".join(f"{r:.2f}" for r in entry.get("runs", [])) if "runs" in entry else entry.get("error")
@@ -279,7 +281,8 @@ def render_chart(results: Mapping[str, Any], path: Path) -> None:
     if m:
         axis = fig.add_subplot(grid[1, 2])
         keys = [k for k in ("help", "inspect", "inspect_table", "expire_dry_run", "query_remote_select1",
-                            "query_remote_warm", "query_cold_jvm") if _median(m, k) is not None]
+                            "query_remote_select1_own_process", "query_remote_warm", "query_cold_jvm")
+                if _median(m, k) is not None]
         axis.barh(keys, [_median(m, k) or 0 for k in keys], color=colors["ours"])
         axis.axvline(META_TARGET_S, color="red", linestyle="--", linewidth=1, label="target 1 s (metadata)")
         axis.set_xscale("log")
