@@ -1,5 +1,5 @@
-"""`python -m ducklake_cli` runs the CLI."""
+"""`python -m ducklake_cli` runs the CLI, exactly as the `ducklake` executable does."""
 
-from ducklake_cli.cli.app import main
+from ducklake_cli.cli.launch import main
 
 main()

@@ -203,14 +203,14 @@ class ServerSettings:
 def server_settings(profile: str | None, *, env: Mapping[str, str] | None = None) -> ServerSettings:
     """State dir (`$XDG_STATE_HOME/ducklake`, else `~/.local/state/ducklake`) and the `[spark]` table and
     `master` of `profile` (default: the config's default profile, if any)."""
+    from ducklake_cli.cli.launch import state_dir
+
     env = dict(os.environ) if env is None else env
-    home = Path(env.get("HOME", "~")).expanduser()
-    base = Path(env["XDG_STATE_HOME"]).expanduser() if env.get("XDG_STATE_HOME") else home / ".local" / "state"
     config = load_config(find_config(env, Path.cwd()), env)
     name = profile or config.default_profile
     if name is None:
-        return ServerSettings(base / "ducklake")
+        return ServerSettings(state_dir(env))
     if name not in config.profiles:
         raise ConfigError(f"no profile {name!r} in {config.path or 'any ducklake.toml'}")
     chosen = config.profiles[name]
-    return ServerSettings(base / "ducklake", dict(chosen.spark), chosen.master)
+    return ServerSettings(state_dir(env), dict(chosen.spark), chosen.master)

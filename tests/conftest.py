@@ -33,6 +33,13 @@ class Spot:
         return attach_clause(self.backend, self.oracle_target, self.data_path, alias=alias, extra_options=extra)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Commands in tests never find the developer's own `ducklake spark start` server or warm process: the state
+    dir (`$XDG_STATE_HOME/ducklake`) is the session's own unless a test names another."""
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("xdg-state"))
+
+
 @pytest.fixture
 def spot(request: pytest.FixtureRequest, tmp_path: Path) -> Spot:
     """A fresh, empty catalog location for the backend given by indirect parametrisation."""

@@ -66,7 +66,8 @@ def render(result: Result, fmt: OutputFormat) -> None:
 
     console = Console()
     for section in result.sections():
-        console.print(_rich_section(section))
+        if section.table:
+            console.print(_rich_section(section))
 
 
 def message(text: str) -> None:

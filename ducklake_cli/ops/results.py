@@ -11,12 +11,14 @@ from typing import Any, Protocol
 
 @dataclass(frozen=True)
 class Section:
-    """One table of output: a title, column headers and rows. `csv` marks the section `--format csv` prints."""
+    """One table of output: a title, column headers and rows. `csv` marks the section `--format csv` prints;
+    `table=False` leaves it out of the terminal table (a CSV-only form of what another section shows)."""
 
     title: str
     columns: tuple[str, ...]
     rows: tuple[tuple[Any, ...], ...]
     csv: bool = True
+    table: bool = True
 
 
 class Result(Protocol):

@@ -2,6 +2,8 @@
 
 The server is the pyspark wheel's own `SparkConnectServer`, launched with `spark-submit` in its own session
 (detached from the terminal); its pid, port, start time and log path go to `<state dir>/connect-server.json`.
+Next to it runs the warm ducklake process (`cli/warm.py`, Linux): `ducklake` commands run in forks of it, with
+their imports already done.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ducklake_cli.errors import DuckLakeError
 from ducklake_cli.ops.results import Section
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+WARM_MODULE = "ducklake_cli.cli.warm"
 STATE_FILE = "connect-server.json"
 DEFAULT_PORT = 15002
 
@@ -46,20 +49,25 @@ class ServerStatus:
     uptime_seconds: float | None = None
     log: str | None = None
     note: str | None = None
+    warm_pid: int | None = None  # the warm ducklake process, while it accepts commands
 
     def to_json(self) -> Any:
-        """`{running, url, pid, port, master, started_at, uptime_seconds, log}`."""
+        """`{running, url, pid, port, master, started_at, uptime_seconds, log, warm_pid}`."""
         return {"running": self.running, "url": self.url, "pid": self.pid, "port": self.port, "master": self.master,
                 "started_at": self.started_at.isoformat() if self.started_at else None,
                 "uptime_seconds": round(self.uptime_seconds, 1) if self.uptime_seconds is not None else None,
-                "log": self.log}
+                "log": self.log, "warm_pid": self.warm_pid}
 
     def sections(self) -> list[Section]:
-        """One row: the server."""
+        """The server, as property/value lines for people and as one CSV row."""
         uptime = _human(self.uptime_seconds) if self.uptime_seconds is not None else None
         pid = str(self.pid) if self.pid is not None else None
-        row = ("running" if self.running else "stopped", self.url, pid, self.master, uptime, self.log)
-        return [Section("Spark Connect server", ("state", "url", "pid", "master", "uptime", "log"), (row,))]
+        warm = str(self.warm_pid) if self.warm_pid is not None else None
+        columns = ("state", "url", "pid", "master", "uptime", "log", "warm_pid")
+        row = ("running" if self.running else "stopped", self.url, pid, self.master, uptime, self.log, warm)
+        return [Section("Spark Connect server", ("property", "value"), tuple(zip(columns, row, strict=True)),
+                        csv=False),
+                Section("Spark Connect server", columns, (row,), table=False)]
 
 
 def _human(seconds: float) -> str:
@@ -99,8 +107,8 @@ def _read_state(state_dir: Path) -> dict[str, Any] | None:
         return None
 
 
-def _is_server(pid: int) -> bool:
-    """Whether `pid` is alive and still our Spark Connect server (not a recycled pid)."""
+def _is_process(pid: int, marker: str = SERVER_CLASS) -> bool:
+    """Whether `pid` is alive and still our process (its command line names `marker`; not a recycled pid)."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
@@ -109,7 +117,7 @@ def _is_server(pid: int) -> bool:
         except OSError:
             return False
         return True  # no /proc (macOS): trust the pid
-    return SERVER_CLASS.encode() in cmdline
+    return marker.encode() in cmdline
 
 
 def _listening(host: str, port: int) -> bool:
@@ -121,8 +129,11 @@ def _listening(host: str, port: int) -> bool:
 def _status_from(state: Mapping[str, Any], running: bool) -> ServerStatus:
     started = dt.datetime.fromisoformat(state["started_at"]) if state.get("started_at") else None
     uptime = (dt.datetime.now(dt.UTC) - started).total_seconds() if started and running else None
+    warm = state.get("warm_pid")
+    warm_pid = int(warm) if running and warm is not None and _is_process(int(warm), WARM_MODULE) else None
     return ServerStatus(running=running, url=state.get("url"), pid=state.get("pid"), port=state.get("port"),
-                        master=state.get("master"), started_at=started, uptime_seconds=uptime, log=state.get("log"))
+                        master=state.get("master"), started_at=started, uptime_seconds=uptime, log=state.get("log"),
+                        warm_pid=warm_pid)
 
 
 def server_status(state_dir: Path) -> ServerStatus:
@@ -130,7 +141,7 @@ def server_status(state_dir: Path) -> ServerStatus:
     state = _read_state(state_dir)
     if state is None:
         return ServerStatus(running=False, note="no Spark Connect server was started with `ducklake spark start`")
-    running = _is_server(int(state["pid"])) and _listening(state["host"], int(state["port"]))
+    running = _is_process(int(state["pid"])) and _listening(state["host"], int(state["port"]))
     return _status_from(state, running)
 
 
@@ -142,9 +153,14 @@ def start_server(
     returned as it is)."""
     current = server_status(state_dir)
     if current.running:
-        return ServerStatus(**{**current.__dict__, "note": "already running"})
+        state = _read_state(state_dir) or {}
+        if current.warm_pid is None:  # killed, or never started: commands run without it until it is back
+            state["warm_pid"] = _start_warm(state_dir)
+            _state_path(state_dir).write_text(json.dumps(state))
+        return ServerStatus(**{**_status_from(state, True).__dict__, "note": "already running"})
     if _listening(host, port):
         raise SparkServerError(f"port {host}:{port} is already in use", hint="pick another one with --port")
+    _stop_warm(_read_state(state_dir) or {})  # one left behind by a server that died: it would keep the socket
     state_dir.mkdir(parents=True, exist_ok=True)
     log = state_dir / f"connect-server-{port}.log"
     env = {**os.environ, "SPARK_HOME": str(spark_home()), "PYSPARK_PYTHON": sys.executable,
@@ -162,8 +178,36 @@ def start_server(
             why = "exited" if proc.returncode is not None else f"did not listen within {timeout:.0f} s"
             raise SparkServerError(f"the Spark Connect server {why}: {_last_error(log)}", hint=f"see {log}")
         time.sleep(0.25)
+    state["warm_pid"] = _start_warm(state_dir)
     _state_path(state_dir).write_text(json.dumps(state))
     return _status_from(state, True)
+
+
+def _start_warm(state_dir: Path, *, timeout: float = 60.0) -> int | None:
+    """Start the warm ducklake process and wait until it accepts commands; its pid, or None when it is disabled
+    or did not come up (commands then run in their own process, as without a server; see `warm.log`)."""
+    from ducklake_cli.cli.launch import warm_enabled, warm_listening
+
+    if not warm_enabled(os.environ):
+        return None
+    with (state_dir / "warm.log").open("ab") as out:
+        proc = subprocess.Popen([sys.executable, "-m", WARM_MODULE, str(state_dir)], stdin=subprocess.DEVNULL,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while not warm_listening(state_dir):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _terminate(proc.pid, grace=5)
+            return None
+        time.sleep(0.1)
+    return proc.pid
+
+
+def _stop_warm(state: Mapping[str, Any]) -> None:
+    """Stop the recorded warm ducklake process, if it still runs (commands it started run in process groups of
+    their own and go on)."""
+    warm = state.get("warm_pid")
+    if warm is not None and _is_process(int(warm), WARM_MODULE):
+        _terminate(int(warm), grace=5)
 
 
 def _last_error(log: Path) -> str:
@@ -208,7 +252,8 @@ def stop_server(state_dir: Path, *, grace: float = 30.0) -> ServerStatus:
     if state is None:
         return ServerStatus(running=False, note="no Spark Connect server was running")
     pid = int(state["pid"])
-    was_running = _is_server(pid)
+    _stop_warm(state)
+    was_running = _is_process(pid)
     if was_running:
         _terminate(pid, grace=grace)
         if _alive(pid):

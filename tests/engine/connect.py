@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,3 +37,8 @@ def connect_server(workdir: Path) -> Iterator[ConnectServer]:
     finally:
         stopped = run_cli("spark", "stop", env=env)
         assert stopped.returncode == 0, stopped.stderr
+        if status["warm_pid"] is not None:  # the warm ducklake process goes with the server
+            deadline = time.monotonic() + 10
+            while Path(f"/proc/{status['warm_pid']}").exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not Path(f"/proc/{status['warm_pid']}").exists()

@@ -8,11 +8,8 @@ deployment (tests/engine/diff_worker.py): a process holds either an embedded/clu
 from __future__ import annotations
 
 import json
-import os
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +89,9 @@ def test_spark_status_start_and_stop(spark_connect: ConnectServer, tmp_path: Pat
     again = run_cli("spark", "start", "--format", "json", env=spark_connect.env)  # already running: reported
     assert again.returncode == 0 and json.loads(again.stdout)["pid"] == status["pid"], again.stderr
     table = run_cli("spark", "status", env=spark_connect.env)
-    assert table.returncode == 0 and spark_connect.url.split("//")[1][:10] in table.stdout, table.stdout
+    assert table.returncode == 0 and spark_connect.url in table.stdout, table.stdout
+    csv = run_cli("spark", "status", "--format", "csv", env=spark_connect.env)
+    assert csv.stdout.splitlines()[0] == "state,url,pid,master,uptime,log,warm_pid", csv.stdout
     # Nothing recorded in another state dir: status exits 1, stop is a no-op; a busy port is a one-line error.
     other = {"XDG_STATE_HOME": str(tmp_path / "state")}
     none = run_cli("spark", "status", "--format", "json", env=other)
@@ -103,18 +102,15 @@ def test_spark_status_start_and_stop(spark_connect: ConnectServer, tmp_path: Pat
     assert busy.returncode == 1 and busy.stderr.startswith("error: port") and busy.stderr.count("\n") == 1
 
 
-def test_warm_query_latency(spark_connect: ConnectServer, lake: Spot) -> None:
-    """`query "SELECT 1"` on a warm server: the figure goes to the log; the bound only catches a JVM start
-    (a loaded 2-core CI machine cannot promise the 1.5 s measured on an idle one)."""
-    cmd = [sys.executable, "-m", "ducklake_cli", "query", lake.catalog, "SELECT 1", "--remote", spark_connect.url]
-    env = {k: v for k, v in os.environ.items() if k != "DUCKLAKE_CONFIG"}
-    times = []
+def test_commands_run_in_the_warm_process(spark_connect: ConnectServer, lake: Spot) -> None:
+    """`ducklake spark start` leaves a warm ducklake process: commands that find it run in forks of it (the
+    latency target, `query "SELECT 1" --remote` under 1.5 s, is measured by scripts/bench.py, not here)."""
+    status = json.loads(run_cli("spark", "status", "--format", "json", env=spark_connect.env).stdout)
+    assert isinstance(status["warm_pid"], int), status
+    log = Path(spark_connect.env["XDG_STATE_HOME"]) / "ducklake" / "warm.log"
+    served = log.read_text().count(" exit 0\n")
     for _ in range(3):
-        start = time.perf_counter()
-        res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60, check=False)
-        times.append(time.perf_counter() - start)
-        assert res.returncode == 0, res.stderr
-    median = statistics.median(times)
-    shown = [round(t, 2) for t in times]
-    sys.stderr.write(f"warm `query SELECT 1` over Spark Connect: median {median:.2f} s of {shown}\n")
-    assert median < 5.0
+        res = run_cli("query", lake.catalog, "SELECT 1 AS one", "--remote", spark_connect.url, "--format", "json",
+                      env=spark_connect.env)
+        assert res.returncode == 0 and json.loads(res.stdout) == [{"one": 1}], res.stderr
+    assert log.read_text().count(" exit 0\n") == served + 3
