@@ -12,6 +12,7 @@ from typing import Any
 
 from ducklake_cli.catalog.url import CatalogTarget, parse_catalog
 from ducklake_cli.errors import ConfigError, UsageError
+from ducklake_cli.warm_socket import state_dir
 
 CONFIG_FILE = "ducklake.toml"
 _SECRET_WORDS = ("password", "secret", "token", "key", "credential")
@@ -203,8 +204,6 @@ class ServerSettings:
 def server_settings(profile: str | None, *, env: Mapping[str, str] | None = None) -> ServerSettings:
     """State dir (`$XDG_STATE_HOME/ducklake`, else `~/.local/state/ducklake`) and the `[spark]` table and
     `master` of `profile` (default: the config's default profile, if any)."""
-    from ducklake_cli.cli.launch import state_dir
-
     env = dict(os.environ) if env is None else env
     config = load_config(find_config(env, Path.cwd()), env)
     name = profile or config.default_profile

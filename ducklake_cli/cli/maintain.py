@@ -201,7 +201,6 @@ TableOpt = Annotated[str | None, typer.Option("--table", help="Only this table (
                                               show_default=False)]
 
 
-
 def _spark_verb(make: Callable[[Lake], Plan], *, catalog: str | None, data_path: str | None,
                 metadata_schema: str | None, dry_run: bool, yes: bool, fmt: OutputFormat, master: str | None,
                 remote: str | None, conf: list[str] | None, debug: bool) -> None:

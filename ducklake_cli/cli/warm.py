@@ -26,7 +26,7 @@ import threading
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ducklake_cli.cli.launch import LENGTH, MESSAGE, code_fingerprint, same_user, warm_address
+from ducklake_cli.warm_socket import LENGTH, MESSAGE, code_fingerprint, same_user, warm_address
 
 PRELOAD = (
     "ducklake_cli.cli.app", "ducklake_cli.api", "ducklake_cli.ops.query", "ducklake_cli.ops.inspect",

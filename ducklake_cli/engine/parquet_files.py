@@ -315,7 +315,6 @@ def write_batches(batches: Iterator[pa.RecordBatch], spec: FileSpec) -> Iterator
         yield pa.RecordBatch.from_arrays([pa.array([file_to_json(d) for d in done], pa.string())], ["file"])
 
 
-
 def write_delete_file(table_dir: str, data_file: str, positions: Sequence[int], snapshots: Sequence[int],
                       storage_options: dict[str, Any]) -> tuple[str, int, int]:
     """A partial (3-column) delete file for one data file (spec §3.7): `(path relative to table_dir, size,

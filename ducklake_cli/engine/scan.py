@@ -268,11 +268,12 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_
     deletes = _deletes(spark, plan) if plan.files else None
     snap_filter = any(f.needs_snapshot_filter for f in plan.files)
     keyed = with_rowid or with_lineage or snap_filter or bool(missing) or deletes is not None
-    if plain and not keyed and not by_mapping and not plan.inlined and not any(needs_fallback(c) for c in columns):
+    fallback = any(needs_fallback(c) for c in columns)
+    if plain and not keyed and not by_mapping and not plan.inlined and not fallback:
         return _read_direct(spark, plain, columns)
     raw_parts: list[DataFrame] = []
     if plain:
-        if any(needs_fallback(c) for c in columns):
+        if fallback:
             from ducklake_cli.engine.fallback import read_files
 
             raw = read_files(spark, [(f.path, file_key(f.path)) for f in plain], columns,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ducklake_cli.catalog.models import DataFile, LakeMetadata, NewDataFile, SchemaInfo, TableInfo
 from ducklake_cli.errors import CommitConflictError, UsageError
 from ducklake_cli.ops.plan import FileAction, MaintenanceReport, Plan, relative_to_root
-from ducklake_cli.ops.write import file_spec, parse_size, split_table_name
+from ducklake_cli.ops.write import file_spec, hive_key_names, parse_size, split_table_name
 from ducklake_cli.storage.paths import file_path, table_dir
 
 if TYPE_CHECKING:
@@ -257,11 +257,11 @@ def _matches(t: TableInfo, values: dict[int, str | None], wanted: dict[str, str 
     if t.partition is None:
         return False
     names = {c.column_id: c.name for c in t.columns}
+    fields = t.partition.fields
     keys = {}
-    for f in t.partition.fields:
-        short = f.transform.split("(")[0]
-        keys[(names.get(f.column_id, "") if short == "identity" else short).lower()] = f.key_index
-        keys[f"{short}_{names.get(f.column_id, '')}".lower()] = f.key_index
+    for f, dir_key in zip(fields, hive_key_names(names, [(f.column_id, f.transform) for f in fields]), strict=True):
+        keys[dir_key.lower()] = f.key_index
+        keys[f"{f.transform.split('(')[0]}_{names.get(f.column_id, '')}".lower()] = f.key_index  # always accepted
     return all(k in keys and values.get(keys[k]) == v for k, v in wanted.items())
 
 

@@ -186,7 +186,7 @@ def start_server(
 def _start_warm(state_dir: Path, *, timeout: float = 60.0) -> int | None:
     """Start the warm ducklake process and wait until it accepts commands; its pid, or None when it is disabled
     or did not come up (commands then run in their own process, as without a server; see `warm.log`)."""
-    from ducklake_cli.cli.launch import warm_enabled, warm_listening
+    from ducklake_cli.warm_socket import warm_enabled, warm_listening
 
     if not warm_enabled(os.environ):
         return None

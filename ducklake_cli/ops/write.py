@@ -162,17 +162,25 @@ def _plan_target(lake: Lake, schema_name: str, name: str, mode: str) -> _Target:
                    meta)
 
 
+def hive_key_names(column_names: Mapping[int, str], fields: Sequence[tuple[int, str]]) -> list[str]:
+    """The `key=` of each partition key's hive directory, as DuckDB names them: the column for identity, else the
+    transform (`year`, `bucket`), or `transform_column` when two keys share a transform."""
+    shorts = [t.split("(")[0] for _, t in fields]
+    return [column_names.get(cid, "") if short == "identity"
+            else (short if shorts.count(short) == 1 else f"{short}_{column_names.get(cid, '')}")
+            for (cid, _), short in zip(fields, shorts, strict=True)]
+
+
 def _partition_keys(columns: Sequence[ColumnInfo], fields: Sequence[tuple[int, str]]) -> tuple[PartitionKey, ...]:
     from ducklake_cli.engine.parquet_files import PartitionKey
 
     by_id = {c.column_id: (i, c) for i, c in enumerate(columns)}
-    names = [("identity" if t == "identity" else t.split("(")[0]) for _, t in fields]
+    dir_keys = hive_key_names({c.column_id: c.name for c in columns}, fields)
     keys = []
-    for key_index, ((cid, transform), short) in enumerate(zip(fields, names, strict=True)):
+    for key_index, ((cid, transform), dir_key) in enumerate(zip(fields, dir_keys, strict=True)):
         if cid not in by_id:
             raise UsageError("the table is partitioned by a nested or dropped column; `write` cannot place rows")
         pos, col = by_id[cid]
-        dir_key = col.name if short == "identity" else (short if names.count(short) == 1 else f"{short}_{col.name}")
         m = re.fullmatch(r"bucket\((\d+)\)", transform)
         keys.append(PartitionKey(key_index, pos, col.type, "bucket" if m else transform,
                                  int(m.group(1)) if m else None, dir_key))

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from ducklake_cli.cli.launch import LENGTH, MESSAGE, code_fingerprint, delegable, warm_address, warm_listening
+from ducklake_cli.cli.launch import delegable
+from ducklake_cli.warm_socket import LENGTH, MESSAGE, code_fingerprint, warm_address, warm_listening
 from tests.conftest import REPO
 from tests.fixtures.lakes import build_lake
 
