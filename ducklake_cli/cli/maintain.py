@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import sys
 from collections.abc import Callable
@@ -37,8 +38,8 @@ maintain_app = typer.Typer(
 )
 
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the plan and change nothing.")]
-YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (also implied when stdin is "
-                                                          "not a terminal).")]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking (needed when stdin is not a "
+                                                          "terminal, as under cron).")]
 AllOpt = Annotated[bool, typer.Option("--all", help="Ignore file age: every candidate qualifies.")]
 
 
@@ -59,26 +60,37 @@ def run_plan(
     spark_settings: SparkSettings | None = None,
 ) -> None:
     """The shared flow of every destructive verb: build the plan read-only, print it, stop on --dry-run, ask
-    (unless --yes or stdin is not a terminal), apply, print the summary."""
+    (a terminal) or refuse (no terminal and no --yes), apply, print the summary."""
     resolved = resolve_catalog(catalog, data_path=data_path, metadata_schema=metadata_schema)
     with open_lake(resolved, read_only=dry_run, spark_settings=spark_settings) as lake:
         plan = make_plan(lake)
         report = plan.report()
         if dry_run or plan.is_empty():
+            if not dry_run:  # an applied run with nothing to do is not a dry run
+                report = dataclasses.replace(report, dry_run=False)
             render(report, fmt)
             if fmt is OutputFormat.table:
                 message(report.headline() + (" (dry run: nothing changed)" if dry_run else " — nothing to do"))
             return
         if fmt is OutputFormat.table:
             render(report, fmt)
-        if not yes and sys.stdin.isatty() and not typer.confirm(plan.question(), default=False, err=True):
-            message("aborted: nothing changed")
-            raise typer.Exit(1)
+        if not yes:
+            confirm(plan)
         result = plan.apply(lake)
     if fmt is OutputFormat.table:
         message(result.headline())
     else:
         render(result, fmt)
+
+
+def confirm(plan: Plan) -> None:
+    """Ask on a terminal; without one, refuse (nobody can answer, and piped input is not consent)."""
+    if not sys.stdin.isatty():
+        raise UsageError(f"{plan.report().headline()}: not confirmed (stdin is not a terminal); nothing changed",
+                         hint="pass --yes to apply, or --dry-run to only print the plan")
+    if not typer.confirm(plan.question(), default=False, err=True):
+        message("aborted: nothing changed")
+        raise typer.Exit(1)
 
 
 def _now() -> dt.datetime:

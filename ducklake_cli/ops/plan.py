@@ -234,7 +234,7 @@ class MaintenanceReport:
 
     def sections(self) -> list[Section]:
         """Summary, files and snapshots tables (the files table is what `--format csv` prints)."""
-        title = "Plan (dry run)" if self.dry_run else "Done"
+        title = "Plan" if self.dry_run else "Done"  # a plan shown before --yes applies it is no dry run
         summary = Section(f"{self.verb}: {title}", ("snapshots expired", "files scheduled", "files deleted",
                                                     "bytes freed", "bytes scheduled"),
                           ((self.snapshots_expired, self.files_scheduled, self.files_deleted, self.bytes_freed,

@@ -208,8 +208,8 @@ def duck(copy: Copy, sql: str) -> list[tuple[Any, ...]]:
 
 
 def ours(copy: Copy, *args: str) -> dict[str, Any]:
-    """Run one of our verbs on copy B through the CLI (stdin is not a terminal: no question) and parse the JSON."""
-    result = run_cli("maintain", *args, copy.catalog, "--format", "json")
+    """Run one of our verbs on copy B through the CLI (--yes: no question) and parse the JSON."""
+    result = run_cli("maintain", *args, copy.catalog, "--yes", "--format", "json")
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)  # type: ignore[no-any-return]
 

@@ -129,7 +129,7 @@ def test_expire_on_mysql_matches_sqlite(spot: Spot, tmp_path: Path) -> None:
     assert run_cli("create-catalog", spot.catalog, "--data-path", str(spot.data_path)).returncode == 0
     copy_sqlite_catalog_to_mysql(source, spot.catalog)
     shutil.copy(source, tmp_path / "twin.sqlite")
-    reports = [json.loads(run_cli("maintain", "expire", c, "--keep-last", "3", "--format", "json").stdout)
+    reports = [json.loads(run_cli("maintain", "expire", c, "--keep-last", "3", "--yes", "--format", "json").stdout)
                for c in (str(tmp_path / "twin.sqlite"), spot.catalog)]
     assert reports[0]["snapshot_ids"] == reports[1]["snapshot_ids"] == ids[:-3]
     assert reports[0]["files"] == reports[1]["files"] and reports[0]["files"]
