@@ -44,13 +44,28 @@ class Profile:
     remote: str | None = None
 
 
+_PROFILE_KEYS = frozenset({"catalog", "data_path", "metadata_schema", "storage", "spark", "master", "remote"})
+
+
 @dataclass(frozen=True)
 class Config:
-    """The parsed config file (or an empty one)."""
+    """The parsed config file (or an empty one); profiles stay unexpanded until one is used."""
 
     path: Path | None
-    profiles: Mapping[str, Profile]
+    profiles: Mapping[str, Mapping[str, Any]]
     default_profile: str | None
+
+    def profile(self, name: str, env: Mapping[str, str]) -> Profile:
+        """Profile `name` with its `${VAR}` references expanded (only the profile in use needs its variables)."""
+        if name not in self.profiles:
+            raise ConfigError(f"no profile {name!r} in {self.path or 'any ducklake.toml'}")
+        b = _expand(dict(self.profiles[name]), env, f"profile {name!r}")
+        return Profile(
+            name=name, catalog=b.get("catalog"), data_path=b.get("data_path"),
+            metadata_schema=b.get("metadata_schema"), storage=dict(b.get("storage") or {}),
+            spark={k: str(v) for k, v in (b.get("spark") or {}).items()},
+            master=b.get("master"), remote=b.get("remote"),
+        )
 
 
 @dataclass(frozen=True)
@@ -64,6 +79,7 @@ class Resolved:
     master: str | None = None
     remote: str | None = None
     profile: str | None = None
+    notes: tuple[str, ...] = ()  # things the user should know about how CATALOG was resolved
 
 
 def _expand(value: Any, env: Mapping[str, str], where: str) -> Any:
@@ -94,28 +110,21 @@ def find_config(env: Mapping[str, str], cwd: Path) -> Path | None:
 
 
 def load_config(path: Path | None, env: Mapping[str, str]) -> Config:
-    """Parse the config file; `${VAR}` references are expanded from `env` (a missing one is an error)."""
+    """Parse the config file; `${VAR}` references are expanded from `env` when a profile is used (`Config.profile`)."""
     if path is None:
         return Config(None, {}, None)
     try:
         raw = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read config {path}: {exc}") from exc
-    profiles: dict[str, Profile] = {}
+    profiles: dict[str, Mapping[str, Any]] = {}
     for name, body in (raw.get("profiles") or {}).items():
         if not isinstance(body, dict):
             raise ConfigError(f"{path}: [profiles.{name}] must be a table")
-        known = {"catalog", "data_path", "metadata_schema", "storage", "spark", "master", "remote"}
-        unknown = set(body) - known
+        unknown = set(body) - _PROFILE_KEYS
         if unknown:
             raise ConfigError(f"{path}: unknown key(s) in [profiles.{name}]: {', '.join(sorted(unknown))}")
-        b = _expand(body, env, f"profile {name!r}")
-        profiles[name] = Profile(
-            name=name, catalog=b.get("catalog"), data_path=b.get("data_path"),
-            metadata_schema=b.get("metadata_schema"), storage=dict(b.get("storage") or {}),
-            spark={k: str(v) for k, v in (b.get("spark") or {}).items()},
-            master=b.get("master"), remote=b.get("remote"),
-        )
+        profiles[name] = body
     default = raw.get("default_profile")
     if default is not None and default not in profiles:
         raise ConfigError(f"{path}: default_profile {default!r} is not a profile")
@@ -153,15 +162,23 @@ def resolve(
     metadata_schema: str | None = None,
     must_exist: bool = True,
 ) -> Resolved:
-    """Pick the catalog: the argument (path/URL/ATTACH or a profile name), `$DUCKLAKE_CATALOG`, the default profile."""
+    """Pick the catalog: the argument (path/URL/ATTACH or a profile name), `$DUCKLAKE_CATALOG`, the default profile.
+
+    A bare name that is a profile is the profile, even when a file of that name exists (a note says so; write
+    `./NAME` for the file).
+    """
     profile: Profile | None = None
+    notes: list[str] = []
     raw = catalog
     if raw is None:
         raw = env.get("DUCKLAKE_CATALOG") or None
     if raw is None and config.default_profile:
-        profile = config.profiles[config.default_profile]
-    elif raw is not None and raw in config.profiles and not os.path.exists(raw):
-        profile = config.profiles[raw]
+        profile = config.profile(config.default_profile, env)
+    elif raw is not None and raw in config.profiles:
+        profile = config.profile(raw, env)
+        if os.path.exists(raw):
+            notes.append(f"{raw!r} is profile {raw!r} from {config.path}, not the file {raw} "
+                         f"(write ./{raw} for the file)")
     if profile is not None:
         if not profile.catalog:
             raise ConfigError(f"profile {profile.name!r} has no `catalog`")
@@ -182,6 +199,7 @@ def resolve(
         master=None if env.get("DUCKLAKE_REMOTE") else (profile.master if profile else None),
         remote=env.get("DUCKLAKE_REMOTE") or (profile.remote if profile else None),
         profile=profile.name if profile else None,
+        notes=tuple(notes),
     )
 
 
@@ -209,7 +227,5 @@ def server_settings(profile: str | None, *, env: Mapping[str, str] | None = None
     name = profile or config.default_profile
     if name is None:
         return ServerSettings(state_dir(env))
-    if name not in config.profiles:
-        raise ConfigError(f"no profile {name!r} in {config.path or 'any ducklake.toml'}")
-    chosen = config.profiles[name]
+    chosen = config.profile(name, env)
     return ServerSettings(state_dir(env), dict(chosen.spark), chosen.master)

@@ -63,8 +63,32 @@ def test_precedence_argument_env_default(cfg_path: Path, tmp_path: Path) -> None
 
 
 def test_missing_env_reference_names_the_variable_only(cfg_path: Path) -> None:
+    cfg = load_config(cfg_path, {})
     with pytest.raises(ConfigError, match=r"\$\{PG_PASSWORD\}"):
-        load_config(cfg_path, {})
+        resolve("prod", config=cfg, env={})
+
+
+def test_only_the_profile_in_use_is_expanded(cfg_path: Path, tmp_path: Path) -> None:
+    """An unset variable in another profile breaks nothing: not the default, not a path, not $DUCKLAKE_CATALOG."""
+    cfg = load_config(cfg_path, {})
+    assert resolve(None, config=cfg, env={}, must_exist=False).profile == "local"
+    assert resolve("local", config=cfg, env={}, must_exist=False).profile == "local"
+    assert resolve(str(tmp_path / "x.sqlite"), config=cfg, env={}, must_exist=False).profile is None
+    env = {"DUCKLAKE_CATALOG": str(tmp_path / "y.sqlite")}
+    assert resolve(None, config=cfg, env=env, must_exist=False).target.path == tmp_path / "y.sqlite"
+
+
+def test_a_file_named_like_a_profile_is_not_taken_silently(cfg_path: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bare name that is a profile is the profile, with a note naming the file; ./NAME is the file."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "local").write_bytes(b"")
+    cfg = load_config(cfg_path, {})
+    r = resolve("local", config=cfg, env={}, must_exist=False)
+    assert r.profile == "local" and r.target.path == tmp_path / "lake.sqlite"
+    assert len(r.notes) == 1 and "./local" in r.notes[0]
+    f = resolve("./local", config=cfg, env={}, must_exist=False)
+    assert f.profile is None and f.notes == ()
 
 
 def test_no_catalog_anywhere() -> None:

@@ -26,8 +26,8 @@ CatalogArg = Annotated[
 OptionalCatalogArg = Annotated[
     str | None,
     typer.Argument(
-        help="Catalog (path, URL, ATTACH string or profile); defaults to $DUCKLAKE_CATALOG, then the config's "
-        "default profile.",
+        help="Catalog (path, URL, ATTACH string or profile name); when left out: $DUCKLAKE_CATALOG, then the "
+        "config's default_profile.",
         show_default=False,
     ),
 ]
@@ -73,9 +73,22 @@ def parse_time(text: str) -> dt.datetime:
 def resolve_catalog(
     catalog: str | None, *, data_path: str | None = None, metadata_schema: str | None = None, must_exist: bool = True
 ) -> Resolved:
-    """Resolve CATALOG once: argument, environment, profile."""
-    return resolve_from_environment(catalog, data_path=data_path, metadata_schema=metadata_schema,
-                                    must_exist=must_exist)
+    """Resolve CATALOG once: argument, environment, profile (notes about the choice go to stderr)."""
+    resolved = resolve_from_environment(catalog, data_path=data_path, metadata_schema=metadata_schema,
+                                        must_exist=must_exist)
+    for note in resolved.notes:
+        typer.echo(f"note: {note}", err=True)
+    return resolved
+
+
+def shift_catalog(catalog: str | None, rest: str | None, what: str) -> tuple[str | None, str]:
+    """`CMD [CATALOG] ARG`: a single positional is ARG, and CATALOG comes from $DUCKLAKE_CATALOG or the default
+    profile (the one rule for every command)."""
+    if rest is None:
+        if catalog is None:
+            raise UsageError(f"missing {what}", hint=f"usage: ducklake … [CATALOG] {what}")
+        return None, catalog
+    return catalog, rest
 
 
 def parse_conf(items: list[str]) -> dict[str, str]:

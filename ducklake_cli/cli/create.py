@@ -6,14 +6,14 @@ from typing import Annotated
 
 import typer
 
-from ducklake_cli.cli.common import CatalogArg, DebugOpt, FormatOpt, MetadataSchemaOpt, resolve_catalog
+from ducklake_cli.cli.common import DebugOpt, FormatOpt, MetadataSchemaOpt, OptionalCatalogArg, resolve_catalog
 from ducklake_cli.cli.render import OutputFormat, message, render
 
 
 def create_catalog(
-    catalog: CatalogArg,
     data_path: Annotated[str, typer.Option("--data-path", help="Root of the lake's data files: a local directory "
                                                                "or s3://bucket/prefix/.", show_default=False)],
+    catalog: OptionalCatalogArg = None,
     metadata_schema: MetadataSchemaOpt = None,
     fmt: FormatOpt = OutputFormat.table,
     debug: DebugOpt = False,

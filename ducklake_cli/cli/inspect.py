@@ -8,11 +8,11 @@ import typer
 
 from ducklake_cli.cli.common import (
     AsOfOpt,
-    CatalogArg,
     DataPathOpt,
     DebugOpt,
     FormatOpt,
     MetadataSchemaOpt,
+    OptionalCatalogArg,
     SnapshotOpt,
     open_lake,
     parse_time,
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 def inspect(
-    catalog: CatalogArg,
+    catalog: OptionalCatalogArg = None,
     table: Annotated[str | None, typer.Argument(help="A table (name in schema main, or schema.name) to show in "
                                                      "detail.", show_default=False)] = None,
     snapshots: Annotated[bool, typer.Option("--snapshots", help="List every snapshot with its changes.")] = False,

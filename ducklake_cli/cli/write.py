@@ -8,19 +8,20 @@ import typer
 
 from ducklake_cli.cli.common import (
     AsOfOpt,
-    CatalogArg,
     ConfOpt,
     DataPathOpt,
     DebugOpt,
     FormatOpt,
     MasterOpt,
     MetadataSchemaOpt,
+    OptionalCatalogArg,
     RemoteOpt,
     SnapshotOpt,
     finish_spark,
     open_lake,
     parse_time,
     resolve_catalog,
+    shift_catalog,
     spark_settings,
 )
 from ducklake_cli.cli.render import OutputFormat, render
@@ -28,9 +29,9 @@ from ducklake_cli.errors import UsageError
 
 
 def write(
-    catalog: CatalogArg,
-    table: Annotated[str, typer.Argument(help="Target table: TABLE (schema main) or SCHEMA.TABLE; missing schemas "
-                                              "are created.", show_default=False)],
+    catalog: OptionalCatalogArg = None,
+    table: Annotated[str | None, typer.Argument(help="Target table: TABLE (schema main) or SCHEMA.TABLE; missing "
+                                                     "schemas are created.", show_default=False)] = None,
     source: Annotated[list[str] | None, typer.Option("--from", help="Input files: a path, a glob "
                                                                     "('data/*.csv') or a directory (repeatable).",
                                                      show_default=False)] = None,
@@ -80,6 +81,7 @@ def write(
 
       ducklake write prod daily --query "SELECT day, count(*) AS n FROM events GROUP BY day" --mode overwrite
     """
+    catalog, target = shift_catalog(catalog, table, "TABLE")
     if snapshot is not None and as_of is not None:
         raise UsageError("--snapshot and --as-of cannot be used together")
     options: dict[str, str] = {}
@@ -93,7 +95,7 @@ def write(
     resolved = resolve_catalog(catalog, data_path=data_path, metadata_schema=metadata_schema)
     settings = spark_settings(resolved, master=master, remote=remote, conf=conf or [], debug=debug)
     with open_lake(resolved, read_only=False, spark_settings=settings) as lake:
-        result = run_write(lake, table, source=source or [], query=query, input_format=input_format,
+        result = run_write(lake, target, source=source or [], query=query, input_format=input_format,
                            options=options, mode=mode, partition_by=partition_by or [], message=message,
                            author=author, inline=not no_inline, ignore_extra_columns=ignore_extra_columns,
                            snapshot=snapshot, as_of=parse_time(as_of) if as_of else None)
