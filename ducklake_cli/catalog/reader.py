@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, case, func, literal, not_, or_, select
+from sqlalchemy import and_, case, func, literal, not_, or_, select, true
 
 from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.backends import Backend
@@ -474,6 +474,9 @@ class MetadataReader:
         d, x = s.data_file_t, s.delete_file_t
         ids = list(table_ids)
         out = {tid: FileTotals() for tid in ids}
+        # File ids come from one counter: a delete file with an id at or past S's next_file_id was written after S.
+        next_file_id = self.conn.execute(
+            select(s.snapshot_t.c.next_file_id).where(s.snapshot_t.c.snapshot_id == snapshot_id)).scalar()
         whole = or_(d.c.partial_max.is_(None), d.c.partial_max <= snapshot_id)
         for r in self.conn.execute(
             select(d.c.table_id, func.count(), func.sum(case((whole, d.c.record_count), else_=literal(0))),
@@ -482,7 +485,13 @@ class MetadataReader:
         ):
             out[r[0]].data_files, out[r[0]].records, out[r[0]].data_bytes = int(r[1]), int(r[2] or 0), int(r[3] or 0)
         live_data = and_(d.c.data_file_id == x.c.data_file_id, visible(d, snapshot_id))
-        x_whole = or_(x.c.partial_max.is_(None), x.c.partial_max <= snapshot_id)
+        # A flush's delete file tags each position with its own snapshot but leaves partial_max NULL (begin = the
+        # smallest): written after S, its rows past S must not count, so it is read like a partial file.
+        # (Deletion vectors carry no snapshots; every term is NOT NULL, so `not_(x_whole)` is its exact complement.)
+        written_by_s = x.c.delete_file_id < next_file_id if next_file_id is not None else true()
+        x_whole = or_(
+            and_(x.c.partial_max.is_(None), or_(written_by_s, func.coalesce(x.c.format, "parquet") == "puffin")),
+            and_(x.c.partial_max.is_not(None), x.c.partial_max <= snapshot_id))
         for r in self.conn.execute(
             select(x.c.table_id, func.count(), func.sum(case((x_whole, x.c.delete_count), else_=literal(0))),
                    func.sum(x.c.file_size_bytes))

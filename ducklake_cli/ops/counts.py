@@ -9,7 +9,8 @@ from typing import Any
 from ducklake_cli.catalog.models import SchemaInfo, TableInfo
 from ducklake_cli.catalog.reader import MetadataReader
 from ducklake_cli.engine.types import SNAPSHOT_ID_COLUMN
-from ducklake_cli.storage.files import read_int_column
+from ducklake_cli.errors import StorageError
+from ducklake_cli.storage.files import filesystem, read_int_column
 from ducklake_cli.storage.paths import table_dir
 
 
@@ -29,6 +30,21 @@ class TableCounts:
 def _rows_at(path: str, snapshot_id: int, storage_options: Mapping[str, Any]) -> int:
     """Rows of a multi-snapshot (partial) file whose own snapshot is <= S."""
     return sum(1 for v in read_int_column(path, SNAPSHOT_ID_COLUMN, storage_options) if v <= snapshot_id)
+
+
+def _deleted_at(path: str, snapshot_id: int, storage_options: Mapping[str, Any]) -> int:
+    """Positions of a delete file written after S that count at S: all of them, unless each carries a snapshot."""
+    import pyarrow.parquet as pq
+
+    try:
+        with filesystem(path, storage_options).open(path, "rb") as fh:
+            pf = pq.ParquetFile(fh)
+            if SNAPSHOT_ID_COLUMN not in pf.schema_arrow.names:
+                return int(pf.metadata.num_rows)
+            values = pf.read(columns=[SNAPSHOT_ID_COLUMN]).column(0).to_pylist()
+    except (OSError, KeyError, ValueError) as exc:
+        raise StorageError(f"cannot read delete file {path}: {exc}") from exc
+    return sum(1 for v in values if v is not None and v <= snapshot_id)
 
 
 def table_counts(
@@ -53,7 +69,7 @@ def table_counts(
             return tdir + path if relative else path
 
         physical = tot.records + sum(_rows_at(full(p, rel), snapshot_id, opts) for p, rel in tot.partial_data)
-        deleted = tot.deleted + sum(_rows_at(full(p, rel), snapshot_id, opts) for p, rel in tot.partial_deletes)
+        deleted = tot.deleted + sum(_deleted_at(full(p, rel), snapshot_id, opts) for p, rel in tot.partial_deletes)
         inlined = sum(reader.inlined_row_count(snapshot_id, it) for it in table.inlined_tables)
         out[table.table_id] = TableCounts(
             live_rows=physical - deleted + inlined, data_files=tot.data_files, delete_files=tot.delete_files,
