@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import re
+import signal
 import sys
-from typing import Annotated
+import threading
+from typing import Annotated, Any
 
 import typer
 
@@ -59,10 +63,28 @@ def _one_line(text: str) -> str:
     return _URL_PASSWORD.sub(r"\1***@", first)
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    """Ctrl-C: one word and exit 130 at once (Spark/Py4J would otherwise print tracebacks from their threads).
+
+    A transaction left open is rolled back by the catalog database; files written so far are orphans, as after
+    a kill."""
+    with contextlib.suppress(OSError):
+        os.write(2, b"interrupted\n")
+    os._exit(130)
+
+
+_interrupted.ducklake_interrupt = True  # type: ignore[attr-defined]  # engine.session re-installs it after Spark
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app; our errors become one line on stderr and an exit code (tracebacks: --debug)."""
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args or os.environ.get("DUCKLAKE_DEBUG") == "1"
+    root = logging.getLogger()
+    quiet_logs = logging.NullHandler()
+    if not debug:  # libraries' log records (Py4J's logging.exception on Ctrl-C) never reach the terminal
+        root.addHandler(quiet_logs)
+    previous = _install_interrupt_handler()
     try:
         app(args=args, prog_name="ducklake")
     except DuckLakeError as exc:
@@ -79,3 +101,14 @@ def main(argv: list[str] | None = None) -> None:
             raise
         sys.stderr.write(f"error: unexpected {type(exc).__name__}: {_one_line(str(exc))} (rerun with --debug)\n")
         sys.exit(1)
+    finally:
+        root.removeHandler(quiet_logs)
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _install_interrupt_handler() -> Any:
+    """Our SIGINT handler (main thread only); the handler it replaces, to restore, or None."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, _interrupted)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ducklake_cli.cli.render import OutputFormat
 from ducklake_cli.config import Resolved, resolve_from_environment
-from ducklake_cli.errors import UsageError
+from ducklake_cli.errors import StorageError, UsageError
 
 if TYPE_CHECKING:
     from ducklake_cli.api import Lake
@@ -133,8 +134,71 @@ def spark_settings(
 
 
 def open_lake(resolved: Resolved, *, read_only: bool = True, spark_settings: SparkSettings | None = None) -> Lake:
-    """A Lake for a resolved catalog (read-only commands never write the catalog)."""
+    """A Lake for a resolved catalog (read-only commands never write the catalog); a command that writes is
+    stopped here, before any work, when its local catalog file cannot be written."""
     from ducklake_cli.api import connect
 
-    return connect(resolved.target, data_path=resolved.data_path, storage_options=resolved.storage_options,
+    if not read_only:
+        check_catalog_writable(resolved)
+    lake = connect(resolved.target, data_path=resolved.data_path, storage_options=resolved.storage_options,
                    read_only=read_only, spark_settings=spark_settings)
+    if spark_settings is not None and not spark_settings.remote and spark_settings.data_path is None:
+        import dataclasses
+
+        # Spark's classpath depends on where the data lives (s3a jars for an s3:// lake): read it once, here.
+        with lake.reader() as reader:
+            lake.spark_settings = dataclasses.replace(spark_settings, data_path=lake.data_path(reader))
+        if not read_only:  # this command writes data files through Spark: fail now, not after the JVM started
+            check_data_writable(lake.spark_settings.data_path or "")
+    return lake
+
+
+def check_catalog_writable(resolved: Resolved) -> None:
+    """A local catalog file (and its directory, where SQLite and DuckDB keep their journal) must be writable."""
+    path = resolved.target.path
+    if path is None or not path.exists():
+        return
+    if not _writable(path):
+        raise StorageError(f"the catalog file {path} is read-only", hint="make it writable, or use a read-only "
+                                                                          "command (inspect, query, --dry-run)")
+    if not _writable(path.parent):
+        raise StorageError(f"the directory of the catalog file, {path.parent}, is read-only (the catalog "
+                           "database needs it for its journal)")
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write `path` (root too: an immutable or read-only mount says no)."""
+    import os
+
+    if not os.access(path, os.W_OK):
+        return False
+    if path.is_dir():
+        try:
+            import tempfile
+
+            with tempfile.TemporaryFile(dir=path):
+                return True
+        except OSError:
+            return False
+    try:
+        with open(path, "r+b"):
+            return True
+    except OSError:
+        return False
+
+
+def check_data_writable(data_path: str) -> None:
+    """A local data path must be writable and its device not full (checked before Spark starts)."""
+    import shutil
+
+    if "://" in data_path and not data_path.startswith("file://"):
+        return
+    root = Path(data_path.removeprefix("file://"))
+    existing = root
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not _writable(existing):
+        raise StorageError(f"the data directory {existing} is read-only",
+                           hint="make it writable, or pass --data-path to another directory")
+    if shutil.disk_usage(existing).free == 0:
+        raise StorageError(f"no space left on the device of the data directory {existing}")

@@ -94,7 +94,9 @@ def write(
 
     resolved = resolve_catalog(catalog, data_path=data_path, metadata_schema=metadata_schema)
     settings = spark_settings(resolved, master=master, remote=remote, conf=conf or [], debug=debug)
-    with open_lake(resolved, read_only=False, spark_settings=settings) as lake:
+    from ducklake_cli.engine.progress import spark_progress
+
+    with open_lake(resolved, read_only=False, spark_settings=settings) as lake, spark_progress():
         result = run_write(lake, target, source=source or [], query=query, input_format=input_format,
                            options=options, mode=mode, partition_by=partition_by or [], message=message,
                            author=author, inline=not no_inline, ignore_extra_columns=ignore_extra_columns,

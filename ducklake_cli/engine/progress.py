@@ -9,13 +9,14 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
 POLL_SECONDS = 0.3
 
 
-def _line(spark: SparkSession) -> str | None:
-    tracker = spark.sparkContext.statusTracker()
+def _line(context: SparkContext) -> str | None:
+    tracker = context.statusTracker()
     stages = [info for sid in tracker.getActiveStageIds() if (info := tracker.getStageInfo(sid)) is not None]
     if not stages:
         return None
@@ -26,30 +27,49 @@ def _line(spark: SparkSession) -> str | None:
     return f"Spark stage {names}: {done}/{total} tasks done, {running} running"
 
 
+def _active_context() -> SparkContext | None:
+    """The local JVM's SparkContext, once one runs (never imports pyspark itself)."""
+    core = sys.modules.get("pyspark.core.context") or sys.modules.get("pyspark.context")
+    context = getattr(getattr(core, "SparkContext", None), "_active_spark_context", None)
+    return context if getattr(context, "_jsc", None) is not None else None
+
+
 @contextmanager
-def spark_progress(spark: SparkSession) -> Iterator[None]:
-    """Show live stage/task progress while the block runs (only for a local or cluster JVM on a terminal)."""
-    if not sys.stderr.isatty() or getattr(spark, "_jsc", None) is None:
+def spark_progress(spark: SparkSession | None = None) -> Iterator[None]:
+    """Show live stage/task progress while the block runs (only for a local or cluster JVM on a terminal).
+
+    Without `spark`, the display waits for whichever local SparkContext the block starts (`write` starts Spark
+    only after checking its input), and shows nothing for Spark Connect."""
+    if not sys.stderr.isatty() or (spark is not None and getattr(spark, "_jsc", None) is None):
         yield
         return
     from rich.console import Console
 
     stop = threading.Event()
     console = Console(stderr=True)
-    with console.status("starting Spark job…") as status:
-        def poll() -> None:
-            while not stop.wait(POLL_SECONDS):
-                try:
-                    text = _line(spark)
-                except Exception:  # the tracker can race with job completion; the display is best effort
-                    continue
-                if text:
-                    status.update(text)
+    status = console.status("starting Spark job…")
+    if spark is not None:
+        status.start()
 
-        thread = threading.Thread(target=poll, name="ducklake-progress", daemon=True)
-        thread.start()
-        try:
-            yield
-        finally:
-            stop.set()
-            thread.join(timeout=2)
+    def poll() -> None:
+        shown = spark is not None
+        while not stop.wait(POLL_SECONDS):
+            try:
+                context = spark.sparkContext if spark is not None else _active_context()
+                text = _line(context) if context is not None else None
+            except Exception:  # the tracker can race with job completion; the display is best effort
+                continue
+            if text:
+                if not shown:
+                    status.start()
+                    shown = True
+                status.update(text)
+
+    thread = threading.Thread(target=poll, name="ducklake-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=2)
+        status.stop()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,6 +62,63 @@ class SparkSettings:
     app_name: str = "ducklake"
     # The JVM inherits our stderr at launch; a quiet session sends it to `spark_log_path()` instead.
     quiet: bool = True
+    # The lake's data path: an s3:// lake gets hadoop-aws from Maven when no jars are configured (`s3a_packages`).
+    data_path: str | None = None
+
+
+# Settings that put (or may put) the s3a connector on the classpath: any one of them means the user chose.
+_CLASSPATH_KEYS = ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath")
+
+
+def spark_hadoop_version() -> str | None:
+    """The Hadoop version Spark ships (from `jars/hadoop-client-api-<version>.jar`), or None."""
+    jars = _spark_jars_dir()
+    found = sorted(jars.glob("hadoop-client-api-*.jar")) if jars else []
+    return found[-1].name.removeprefix("hadoop-client-api-").removesuffix(".jar") if found else None
+
+
+def _spark_jars_dir() -> Path | None:
+    home = os.environ.get("SPARK_HOME")
+    if not home:
+        import importlib.util
+
+        spec = importlib.util.find_spec("pyspark")
+        home = os.path.dirname(spec.origin) if spec and spec.origin else None
+    return Path(home, "jars") if home else None
+
+
+def s3a_packages(conf: Mapping[str, str], data_path: str | None) -> dict[str, str]:
+    """`spark.jars.packages` = the hadoop-aws of Spark's own Hadoop, for a lake on S3 when the user set none of
+    spark.jars, spark.jars.packages, spark.driver.extraClassPath and Spark has no hadoop-aws jar; else {}."""
+    if not data_path or not data_path.startswith(("s3://", "s3a://")):
+        return {}
+    if any(conf.get(key) for key in _CLASSPATH_KEYS):
+        return {}
+    jars = _spark_jars_dir()
+    if jars is not None and any(jars.glob("hadoop-aws-*.jar")):
+        return {}
+    version = spark_hadoop_version()
+    return {"spark.jars.packages": f"org.apache.hadoop:hadoop-aws:{version}"} if version else {}
+
+
+def _unresolved_packages(packages: str) -> SparkError | None:
+    """After a failed launch: the one line to show when Spark could not download `spark.jars.packages`."""
+    try:
+        with open(spark_log_path(), "rb") as log:
+            log.seek(0, os.SEEK_END)
+            log.seek(max(0, log.tell() - 65536))
+            tail = log.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    if "unresolved dependency" not in tail:
+        return None
+    return SparkError(
+        f"Spark could not download spark.jars.packages = {packages} (the s3a connector for s3:// lakes; "
+        "Maven Central unreachable?)",
+        hint="set spark.jars to local hadoop-aws and AWS SDK bundle jars (profile [spark] table or --conf "
+             "spark.jars=/path/hadoop-aws.jar,/path/aws-sdk-bundle.jar), or spark.jars.repositories to a "
+             "reachable Maven mirror",
+    )
 
 
 def spark_log_path() -> str:
@@ -71,6 +129,29 @@ def spark_log_path() -> str:
 
 
 def _get_or_create(builder: SparkSession.Builder, *, quiet: bool) -> SparkSession:
+    with _keep_interrupt_handler():
+        return _launch(builder, quiet=quiet)
+
+
+@contextlib.contextmanager
+def _keep_interrupt_handler() -> Iterator[None]:
+    """PySpark installs its own SIGINT handler (it cancels jobs through Py4J and prints tracebacks); the CLI's
+    (`cli.app`: print "interrupted", exit 130) stays in place."""
+    import signal
+    import threading
+
+    ours = None
+    if threading.current_thread() is threading.main_thread():
+        handler = signal.getsignal(signal.SIGINT)
+        ours = handler if getattr(handler, "ducklake_interrupt", False) else None
+    try:
+        yield
+    finally:
+        if ours is not None:
+            signal.signal(signal.SIGINT, ours)
+
+
+def _launch(builder: SparkSession.Builder, *, quiet: bool) -> SparkSession:
     if not quiet:
         return builder.getOrCreate()
     fd = os.open(spark_log_path(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -146,11 +227,15 @@ def build_session(
         conf.update({k: v for k, v in s3a.items() if f"spark.hadoop.{k}" not in settings.conf})
     else:
         builder = builder.master(settings.master or "local[*]")
+        conf.update(s3a_packages(conf, settings.data_path))
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
         spark = _get_or_create(builder, quiet=settings.quiet and not settings.remote)
     except Exception as exc:  # Py4J / gRPC / JVM start errors: one line for the user
+        packages = conf.get("spark.jars.packages")
+        if packages and not settings.remote and (missing := _unresolved_packages(packages)):
+            raise missing from exc
         where = settings.remote or settings.master or "local[*]"
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SparkError(f"could not start Spark ({where}): {first} (log: {spark_log_path()})") from exc
@@ -203,14 +288,30 @@ def release_remote_sessions() -> bool:
     return had
 
 
+_ERROR_CLASS = re.compile(r"^\s*(?:[\w.$]+(?:Exception|Error):\s*)?\[[A-Z0-9_.]+\]\s*")
+# Causes worth naming on their own, whatever Spark wraps them in (a failed task, a job abort).
+_STORAGE_CAUSES = (
+    ("No space left on device", "no space left on the device holding the data path"),
+    ("Read-only file system", "the data path is on a read-only file system"),
+    ("Permission denied", "permission denied writing or reading the data path"),
+    ("AccessDenied", "the object store denied access to the data path"),
+)
+
+
 def translate_spark_error(exc: Exception) -> DuckLakeError:
-    """A Spark analysis, parse or runtime error as one line (Spark's own text, without the plan dump)."""
-    from ducklake_cli.errors import QueryError
+    """A Spark analysis, parse or runtime error as one line in plain words (Spark's own text without its
+    `[ERROR_CLASS]` tag, SQLSTATE or plan dump; a full disk or read-only data path named as such)."""
+    from ducklake_cli.errors import QueryError, StorageError
 
     java = getattr(exc, "java_exception", None)  # Py4JJavaError: the JVM exception's own message, not Py4J's
     text = (str(java.toString()) if java is not None else str(exc)).strip()
+    whole = f"{text}\n{exc}"
+    for needle, plain in _STORAGE_CAUSES:
+        if needle in whole:
+            return StorageError(plain, hint="free space or fix the permissions, then run the command again")
     first = text.splitlines()[0] if text else type(exc).__name__
-    return QueryError(first.split(" SQLSTATE:")[0].strip())
+    first = _ERROR_CLASS.sub("", first.split(" SQLSTATE:")[0]).strip()
+    return QueryError(first or type(exc).__name__)
 
 
 def _python() -> str:
