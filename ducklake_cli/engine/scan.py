@@ -248,6 +248,19 @@ def _inlined(spark: SparkSession, plan: ScanPlan) -> list[DataFrame]:
     return out
 
 
+def _has_struct(col: ColumnInfo) -> bool:
+    return col.type == "struct" or any(_has_struct(c) for c in col.children)
+
+
+def _keep_nested_field_ids(spark: SparkSession) -> None:
+    """Turn off Spark's nested schema pruning: it rebuilds a pruned struct's read schema without the fields'
+    field ids, so renamed nested fields silently read as NULL. Session-wide (the optimizer reads it per query),
+    never turned back on: a later query may still hold this scan."""
+    key = "spark.sql.optimizer.nestedSchemaPruning.enabled"
+    if spark.conf.get(key, "true") != "false":
+        spark.conf.set(key, "false")
+
+
 def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_lineage: bool = False) -> DataFrame:
     """The table's rows at the plan's snapshot, columns named as the table has them (plus `rowid` if asked).
 
@@ -257,6 +270,8 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_
 
     columns = plan.columns
     names = [_col_name(c.column_id) for c in columns]
+    if any(_has_struct(c) for c in columns):
+        _keep_nested_field_ids(spark)
     parts: list[DataFrame] = []
     plain = [f for f in plan.files if f.mapping_id is None]
     by_mapping: dict[int, list[FileSource]] = {}
