@@ -12,6 +12,9 @@ import threading
 from typing import Annotated, Any
 
 import typer
+from typer._click.exceptions import ClickException, NoArgsIsHelpError
+from typer._click.exceptions import UsageError as ClickUsageError
+from typer.core import Abort
 
 from ducklake_cli._version import __version__
 from ducklake_cli.cli.create import create_catalog
@@ -86,7 +89,23 @@ def main(argv: list[str] | None = None) -> None:
         root.addHandler(quiet_logs)
     previous = _install_interrupt_handler()
     try:
-        app(args=args, prog_name="ducklake")
+        code = app(args=args, prog_name="ducklake", standalone_mode=False)
+        if isinstance(code, int) and code:  # typer.Exit(n) from a command
+            if code == 130:
+                sys.stderr.write("interrupted\n")
+            sys.exit(code)
+    except ClickException as exc:
+        if isinstance(exc, NoArgsIsHelpError):  # `ducklake maintain`: the help text, as before
+            exc.show()
+            sys.exit(exc.exit_code)
+        if debug:
+            raise
+        where = exc.ctx.command_path if isinstance(exc, ClickUsageError) and exc.ctx else "ducklake"
+        sys.stderr.write(f"error: {_one_line(exc.format_message())} (hint: see {where} --help)\n")
+        sys.exit(exc.exit_code)
+    except Abort:  # end of input at a question
+        sys.stderr.write("aborted: nothing changed\n")
+        sys.exit(1)
     except DuckLakeError as exc:
         if debug:
             raise
