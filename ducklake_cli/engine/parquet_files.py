@@ -7,6 +7,9 @@ this package; data never travels to the driver, only one small JSON description 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +25,10 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+# Types pyarrow cannot write as DuckDB does (UUID, INTERVAL and TIMETZ layouts, HUGEINT as DOUBLE, seconds and
+# nanosecond timestamps, shredded VARIANT, GEOMETRY): files of tables holding any of them are written by DuckDB.
+DUCKDB_WRITTEN = frozenset({"uuid", "interval", "time", "time_ns", "timetz", "timestamp_s", "timestamp_ms",
+                            "timestamp_ns", "int128", "uint128", "variant", "geometry"})
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,11 @@ class FileSpec:
     hive: bool = True
     subdir: str = ""  # directory (relative to table_dir, ending in /) for files of unpartitioned specs
     storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def by_duckdb(self) -> bool:
+        """Whether DuckDB writes this table's files (a leaf has a type in `DUCKDB_WRITTEN`)."""
+        return any(leaf.type in DUCKDB_WRITTEN for leaf in self.leaves)
 
 
 def file_to_json(f: NewDataFile) -> str:
@@ -106,26 +118,29 @@ class _Bounds:
         self.nulls = 0
         self.values = 0
 
-    def add(self, arr: pa.Array) -> None:
+    def add(self, arr: pa.Array) -> bool:
+        """Fold in one array of the leaf; whether it held a NaN."""
         import pyarrow.compute as pc
 
         self.nulls += arr.null_count
         self.values += len(arr) - arr.null_count
+        had_nan = False
         if self.leaf.type in FLOAT_TYPES:
             nan = pc.is_nan(arr)
             if pc.any(nan).as_py():
-                self.nan = True
+                self.nan = had_nan = True
                 arr = arr.filter(pc.invert(pc.fill_null(nan, False)))
         if self.leaf.type in NO_BOUNDS or len(arr) == arr.null_count:
-            return
+            return had_nan
         mm = pc.min_max(arr)
         lo, hi = mm["min"].as_py(), mm["max"].as_py()
         if lo is None:
-            return
+            return had_nan
         if self.lo is None or lo < self.lo:
             self.lo = lo
         if self.hi is None or hi > self.hi:
             self.hi = hi
+        return had_nan
 
     def stats(self, value_count: int | None = None, null_count: int | None = None,
               size: int | None = None) -> LeafStats:
@@ -179,30 +194,84 @@ class _Sink:
             self.closed = True
 
 
-class _OpenFile:
-    def __init__(self, spec: FileSpec, rel_path: str, key_values: tuple[str | None, ...]) -> None:
-        import pyarrow.parquet as pq
+def parquet_paths(schema: pa.Schema, leaves: Sequence[Leaf]) -> list[str]:
+    """Each leaf's Parquet column path (`s.a`, `l.list.element`, `m.key_value.key`), as pyarrow names them."""
+    import pyarrow as pa
 
+    out = []
+    for leaf in leaves:
+        f = schema.field(leaf.path[0])
+        parts, dtype = [f.name], f.type
+        for step in leaf.path[1:]:
+            if pa.types.is_struct(dtype):
+                child = dtype.field(step)
+                parts.append(child.name)
+                dtype = child.type
+            elif pa.types.is_map(dtype):
+                parts += ["key_value", "key" if step == 0 else "value"]
+                dtype = dtype.key_type if step == 0 else dtype.item_type
+            else:
+                parts += ["list", "element"]
+                dtype = dtype.value_type
+        out.append(".".join(parts))
+    return out
+
+
+class _OpenFile:
+    """One Parquet file being written by pyarrow. The writer opens with the first row group: a float leaf holding a
+    NaN gets no footer min/max (as DuckDB writes it), since readers trusting min/max would prune the NaN rows."""
+
+    def __init__(self, spec: FileSpec, rel_path: str, key_values: tuple[str | None, ...]) -> None:
         self.spec = spec
         self.rel_path = rel_path
         self.key_values = key_values
-        full = spec.table_dir + rel_path
-        fs = filesystem(full, spec.storage_options)
-        if split_protocol(full)[0] in ("", "file"):
-            fs.makedirs(full.rsplit("/", 1)[0], exist_ok=True)
-        self.sink = _Sink(fs.open(full, "wb"))
-        self.writer = pq.ParquetWriter(
-            self.sink, spec.schema, compression=spec.compression, compression_level=spec.compression_level,
-            use_dictionary=True, write_statistics=True, coerce_timestamps="us", version="2.6",
-            store_decimal_as_integer=True, use_compliant_nested_type=True)
+        self.sink: _Sink | None = None
+        self.writer: Any = None
+        self.no_stats: set[int] = set()  # leaves written without footer statistics
         self.pending: list[pa.RecordBatch] = []
         self.pending_rows = 0
         self.rows = 0
         self.bounds = [_Bounds(leaf) for leaf in spec.leaves]
 
+    def _open(self) -> None:
+        import pyarrow.parquet as pq
+
+        spec = self.spec
+        full = spec.table_dir + self.rel_path
+        fs = filesystem(full, spec.storage_options)
+        if split_protocol(full)[0] in ("", "file"):
+            fs.makedirs(full.rsplit("/", 1)[0], exist_ok=True)
+        self.sink = _Sink(fs.open(full, "wb"))
+        stats: bool | list[str] = True
+        if self.no_stats:
+            paths = parquet_paths(spec.schema, spec.leaves)
+            skip = {paths[i] for i in self.no_stats}
+            tops = {leaf.path[0] for leaf in spec.leaves}
+            extra = [f.name for i, f in enumerate(spec.schema) if i not in tops]  # the lineage columns
+            stats = [p for p in paths if p not in skip] + extra
+        self.writer = pq.ParquetWriter(
+            self.sink, spec.schema, compression=spec.compression, compression_level=spec.compression_level,
+            use_dictionary=True, write_statistics=stats, coerce_timestamps="us", version="2.6",
+            store_decimal_as_integer=True, use_compliant_nested_type=True)
+
+    def takes(self, batch: pa.RecordBatch) -> bool:
+        """False when `batch` has a NaN in a float leaf this open file already writes footer min/max for: such a
+        batch starts a new file."""
+        import pyarrow.compute as pc
+
+        if self.writer is None:
+            return True
+        for i, b in enumerate(self.bounds):
+            if b.leaf.type in FLOAT_TYPES and i not in self.no_stats:
+                arr = leaf_array(batch.column(b.leaf.path[0]), b.leaf.path[1:])
+                if pc.any(pc.is_nan(arr)).as_py():
+                    return False
+        return True
+
     def add(self, batch: pa.RecordBatch) -> None:
-        for b in self.bounds:
-            b.add(leaf_array(batch.column(b.leaf.path[0]), b.leaf.path[1:]))
+        for i, b in enumerate(self.bounds):
+            if b.add(leaf_array(batch.column(b.leaf.path[0]), b.leaf.path[1:])) and self.writer is None:
+                self.no_stats.add(i)
         self.pending.append(batch)
         self.pending_rows += batch.num_rows
         self.rows += batch.num_rows
@@ -213,16 +282,21 @@ class _OpenFile:
         import pyarrow as pa
 
         if self.pending:
+            if self.writer is None:
+                self._open()
             self.writer.write_table(pa.Table.from_batches(self.pending, self.spec.schema),
                                     row_group_size=self.spec.row_group_size)
         self.pending, self.pending_rows = [], 0
 
     @property
     def full(self) -> bool:
-        return self.sink.size >= self.spec.target_file_size
+        return self.sink is not None and self.sink.size >= self.spec.target_file_size
 
-    def close(self) -> NewDataFile:
+    def close(self) -> list[NewDataFile]:
         self._flush_row_groups()
+        if self.writer is None:
+            return []
+        assert self.sink is not None
         self.writer.close()
         meta = self.writer.writer.metadata
         self.sink.close()
@@ -237,8 +311,178 @@ class _OpenFile:
                 nulls += n
                 values += col.num_values - n
                 size += col.total_compressed_size
+            if i in self.no_stats:  # no footer statistics to count from
+                nulls, values = b.nulls, b.values
             leaves.append(b.stats(values, nulls, size))
-        return NewDataFile(self.rel_path, self.rows, self.sink.size, footer, self.key_values, tuple(leaves))
+        return [NewDataFile(self.rel_path, self.rows, self.sink.size, footer, self.key_values, tuple(leaves))]
+
+
+# ----- files DuckDB writes ------------------------------------------------------------------------------------
+
+_DUCK_LEAF = {
+    "boolean": "BOOLEAN", "int8": "TINYINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT",
+    "uint8": "UTINYINT", "uint16": "USMALLINT", "uint32": "UINTEGER", "uint64": "UBIGINT", "int128": "HUGEINT",
+    "uint128": "UHUGEINT", "float32": "FLOAT", "float64": "DOUBLE", "date": "DATE", "time": "TIME",
+    "time_ns": "TIME_NS", "timetz": "TIMETZ", "timestamp": "TIMESTAMP", "timestamp_us": "TIMESTAMP",
+    "timestamptz": "TIMESTAMPTZ", "timestamp_s": "TIMESTAMP_S", "timestamp_ms": "TIMESTAMP_MS",
+    "timestamp_ns": "TIMESTAMP_NS", "interval": "INTERVAL", "varchar": "VARCHAR", "json": "JSON", "blob": "BLOB",
+    "uuid": "UUID", "geometry": "GEOMETRY", "variant": "VARIANT",
+}
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _children(dtype: pa.DataType) -> list[tuple[str, pa.Field]]:
+    """Nested fields of an Arrow type under the names DuckDB's FIELD_IDS and statistics give them."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(dtype):
+        return [(dtype.field(i).name, dtype.field(i)) for i in range(dtype.num_fields)]
+    if pa.types.is_map(dtype):
+        return [("key", dtype.key_field), ("value", dtype.item_field)]
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return [("element", dtype.value_field)]
+    return []
+
+
+def _duck_type(dtype: pa.DataType, path: tuple[int, ...], types: dict[tuple[int, ...], str]) -> str:
+    import pyarrow as pa
+
+    kids = _children(dtype)
+    if pa.types.is_struct(dtype):
+        return "STRUCT(" + ", ".join(f"{_ident(n)} {_duck_type(f.type, (*path, i), types)}"
+                                     for i, (n, f) in enumerate(kids)) + ")"
+    if pa.types.is_map(dtype):
+        key, value = (_duck_type(kids[j][1].type, (*path, j), types) for j in (0, 1))
+        return f"MAP({key}, {value})"
+    if kids:
+        return _duck_type(kids[0][1].type, (*path, 0), types) + "[]"
+    t = types.get(path, "int64")  # the lineage columns are BIGINT
+    if t.startswith("decimal"):
+        return t.upper()
+    return _DUCK_LEAF[t]
+
+
+def _field_ids(fields: Sequence[tuple[str, pa.Field]]) -> str:
+    parts = []
+    for name, f in fields:
+        fid = int((f.metadata or {})[b"PARQUET:field_id"])
+        kids = _children(f.type)
+        parts.append(f"{_lit(name)}: " + (f"{{'__duckdb_field_id': {fid}, {_field_ids(kids)[1:-1]}}}" if kids
+                                          else str(fid)))
+    return "{" + ", ".join(parts) + "}"
+
+
+def duck_copy_sql(spec: FileSpec, source: str, target: str) -> str:
+    """The COPY statement DuckDB writes a spooled relation with: each column cast back to its DuckDB type from the
+    form Spark holds it in, the table's field ids and Parquet options, files rotated at the target size."""
+    types = {leaf.path: leaf.type for leaf in spec.leaves}
+    exprs = []
+    for i, f in enumerate(spec.schema):
+        col, kind = _ident(f.name), types.get((i,))
+        if kind == "geometry":
+            expr = f"ST_GeomFromWKB({col})"
+        elif kind == "variant":
+            expr = f"CAST(CAST({col} AS JSON) AS VARIANT)"
+        else:
+            expr = f"CAST({col} AS {_duck_type(f.type, (i,), types)})"
+        exprs.append(f"{expr} AS {col}")
+    options = [
+        "FORMAT parquet", "RETURN_STATS", f"FIELD_IDS {_field_ids([(f.name, f) for f in spec.schema])}",
+        f"FILE_SIZE_BYTES {spec.target_file_size}", f"ROW_GROUP_SIZE {spec.row_group_size}",
+        f"COMPRESSION {_lit(spec.compression)}", "FILENAME_PATTERN 'part_{i}'",
+    ]
+    if spec.compression_level is not None:
+        options.append(f"COMPRESSION_LEVEL {spec.compression_level}")
+    if any(leaf.type == "geometry" for leaf in spec.leaves):
+        options.append("GEOPARQUET_VERSION 'V2'")  # the Parquet GEOMETRY logical type, as DuckLake writes it
+    return f"COPY (SELECT {', '.join(exprs)} FROM {source}) TO {_lit(target)} ({', '.join(options)})"
+
+
+def _stats_key(schema: pa.Schema, path: Sequence[int]) -> str:
+    f = schema.field(path[0])
+    names, dtype = [f.name], f.type
+    for step in path[1:]:
+        name, child = _children(dtype)[step]
+        names.append(name)
+        dtype = child.type
+    return ".".join(_ident(n) for n in names)
+
+
+def duck_leaf_stats(spec: FileSpec, column_stats: dict[str, dict[str, str]]) -> tuple[LeafStats, ...]:
+    """Catalog stats of every leaf from DuckDB's RETURN_STATS (the strings DuckLake itself stores)."""
+    out = []
+    for leaf in spec.leaves:
+        key = _stats_key(spec.schema, leaf.path)
+        st = column_stats.get(key)
+        if st is None:  # a variant: its stats sit on the `metadata` part (always present)
+            st = column_stats.get(key + '."metadata"', {})
+        nulls, values = int(st.get("null_count", 0)), int(st.get("num_values", 0))
+        bounded = leaf.type not in NO_BOUNDS and leaf.type != "variant"
+        out.append(LeafStats(leaf.column_id, values, nulls, st.get("min") if bounded else None,
+                             st.get("max") if bounded else None,
+                             st.get("has_nan") == "true" if leaf.type in FLOAT_TYPES else None,
+                             int(st.get("column_size_bytes", 0))))
+    return tuple(out)
+
+
+class _DuckFile:
+    """The rows of one partition of a task, spooled to a local Arrow stream and written by DuckDB when closed (it
+    writes each type as DuckLake does and rotates files at the target size itself)."""
+
+    full = False
+
+    def __init__(self, spec: FileSpec, rel_path: str, key_values: tuple[str | None, ...]) -> None:
+
+        self.spec = spec
+        self.dir = rel_path.rsplit("/", 1)[0] + "/" if "/" in rel_path else ""
+        self.key_values = key_values
+        self.tmp = tempfile.mkdtemp(prefix="ducklake-write-")
+        self.spool = os.path.join(self.tmp, "spool.arrows")
+        self.stream: Any = None
+
+    def takes(self, batch: pa.RecordBatch) -> bool:
+        return True
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        import pyarrow as pa
+
+        if self.stream is None:
+            self.stream = pa.ipc.new_stream(self.spool, batch.schema)
+        self.stream.write_batch(batch)
+
+    def close(self) -> list[NewDataFile]:
+        import duckdb
+        import pyarrow as pa
+
+        self.stream.close()
+        try:
+            con = duckdb.connect(config={"threads": 1, "preserve_insertion_order": True})
+            try:
+                with pa.memory_map(self.spool) as source:
+                    con.register("spool", pa.ipc.open_stream(source))
+                    rows = con.execute(duck_copy_sql(self.spec, "spool", os.path.join(self.tmp, "out"))).fetchall()
+            finally:
+                con.close()
+            done = []
+            for path, count, size, footer, column_stats, _ in rows:
+                rel = self.dir + new_data_file_name()
+                full = self.spec.table_dir + rel
+                fs = filesystem(full, self.spec.storage_options)
+                if split_protocol(full)[0] in ("", "file"):
+                    fs.makedirs(full.rsplit("/", 1)[0], exist_ok=True)
+                fs.put_file(path, full)
+                done.append(NewDataFile(rel, int(count), int(size), int(footer), self.key_values,
+                                        duck_leaf_stats(self.spec, dict(column_stats))))
+            return done
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 # ----- partitioning ------------------------------------------------------------------------------------------
@@ -295,22 +539,29 @@ def write_batches(batches: Iterator[pa.RecordBatch], spec: FileSpec) -> Iterator
     """Write every row of a Spark task to Parquet files under `spec.table_dir`; yield one JSON row per file."""
     import pyarrow as pa
 
-    open_files: dict[tuple[str | None, ...], _OpenFile] = {}
+    open_files: dict[tuple[str | None, ...], _OpenFile | _DuckFile] = {}
     done: list[NewDataFile] = []
     for raw in batches:
         if raw.num_rows == 0:
             continue
-        table = pa.Table.from_batches([raw]).rename_columns(spec.schema.names).cast(spec.schema)
+        table = pa.Table.from_batches([raw]).rename_columns(spec.schema.names)
+        if not spec.by_duckdb:  # DuckDB casts each column itself, from the form Spark or the catalog gives it in
+            table = table.cast(spec.schema)
         _check_not_null(table, spec.not_null)
         for batch in table.to_batches(max_chunksize=spec.row_group_size):  # rotation is checked per row group
             for values, part in _split(batch, spec.keys):
                 f = open_files.get(values)
+                if f is not None and not f.takes(part):
+                    done.extend(open_files.pop(values).close())
+                    f = None
                 if f is None:
-                    f = open_files[values] = _OpenFile(spec, _hive_dir(spec, values) + new_data_file_name(), values)
+                    cls = _DuckFile if spec.by_duckdb else _OpenFile
+                    f = open_files[values] = cls(spec, _hive_dir(spec, values) + new_data_file_name(), values)
                 f.add(part)
                 if f.full:
-                    done.append(open_files.pop(values).close())
-    done.extend(f.close() for f in open_files.values())
+                    done.extend(open_files.pop(values).close())
+    for f in open_files.values():
+        done.extend(f.close())
     if done:
         yield pa.RecordBatch.from_arrays([pa.array([file_to_json(d) for d in done], pa.string())], ["file"])
 

@@ -88,16 +88,24 @@ def columns_from_spark(schema: Any) -> tuple[ColumnInfo, ...]:
 
 
 def arrow_type(col: ColumnInfo) -> pa.DataType:
-    """The Arrow type files are written with (DuckDB's Parquet layout, spec §8.1)."""
+    """The Arrow type executors receive a column in: DuckDB's Parquet layout for the types pyarrow writes as DuckDB
+    does (spec §8.1), else the Arrow form of the column's Spark type (`spark_type`), which DuckDB casts back when it
+    writes the file (engine/parquet_files.py, `DUCKDB_WRITTEN`)."""
     import pyarrow as pa
 
+    from ducklake_cli.engine.parquet_files import DUCKDB_WRITTEN
+
     t = col.type
+    if col.children and any(_holds(c, ("geometry", "variant")) for c in col.children):
+        raise UsageError(f"column {col.name!r} nests a geometry or variant value, which `ducklake write` cannot "
+                         "write yet", hint="see COMPATIBILITY.md, 'Writing'")
     if t == "struct":
         return pa.struct([arrow_field(c) for c in col.children])
     if t == "list":
         return pa.list_(arrow_field(col.children[0]))
     if t == "map":
-        return pa.map_(arrow_field(col.children[0]), arrow_field(col.children[1]))
+        # Map keys are never NULL, whatever a DuckDB-made catalog says of the key column.
+        return pa.map_(arrow_field(col.children[0]).with_nullable(False), arrow_field(col.children[1]))
     m = _DECIMAL.fullmatch(t)
     if m:
         return pa.decimal128(int(m.group(1)), int(m.group(2)))
@@ -105,13 +113,19 @@ def arrow_type(col: ColumnInfo) -> pa.DataType:
         "boolean": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
         "uint8": pa.uint8(), "uint16": pa.uint16(), "uint32": pa.uint32(), "uint64": pa.uint64(),
         "float32": pa.float32(), "float64": pa.float64(), "date": pa.date32(), "timestamp": pa.timestamp("us"),
-        "timestamptz": pa.timestamp("us", tz="UTC"), "varchar": pa.string(), "json": pa.string(),
-        "blob": pa.binary(),
+        "timestamp_us": pa.timestamp("us"), "timestamptz": pa.timestamp("us", tz="UTC"), "varchar": pa.string(),
+        "json": pa.string(), "blob": pa.binary(),
     }
+    if t in DUCKDB_WRITTEN:  # as the reader gives them to Spark (COMPATIBILITY.md)
+        return pa.timestamp("us") if t.startswith("timestamp_") else pa.binary() if t == "geometry" else pa.string()
     if t not in simple:
         raise UsageError(f"column {col.name!r} has type {t}, which `ducklake write` cannot write yet",
                          hint="see COMPATIBILITY.md, 'Writing'")
     return simple[t]
+
+
+def _holds(col: ColumnInfo, kinds: tuple[str, ...]) -> bool:
+    return col.type in kinds or any(_holds(c, kinds) for c in col.children)
 
 
 def arrow_field(col: ColumnInfo) -> pa.Field:
