@@ -71,3 +71,7 @@ class StorageError(DuckLakeError):
 
 class QueryError(DuckLakeError):
     """A query Spark or our SQL layer rejects (syntax, unknown column, type errors)."""
+
+
+class InputError(DuckLakeError):
+    """Input files `write` cannot load: empty, unreadable or not data."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -25,7 +26,7 @@ from ducklake_cli.cli.common import (
     spark_settings,
 )
 from ducklake_cli.cli.render import OutputFormat, render
-from ducklake_cli.errors import UsageError
+from ducklake_cli.errors import InputError, NotFoundError, UsageError
 
 
 def write(
@@ -90,6 +91,7 @@ def write(
         if not sep or not key.strip():
             raise UsageError(f"--option {item!r}: expected key=value")
         options[key.strip()] = value
+    _check_sources(source or [])
     from ducklake_cli.ops.write import run_write
 
     resolved = resolve_catalog(catalog, data_path=data_path, metadata_schema=metadata_schema)
@@ -103,3 +105,20 @@ def write(
                            snapshot=snapshot, as_of=parse_time(as_of) if as_of else None)
     render(result, fmt)
     finish_spark()
+
+
+def _check_sources(sources: list[str]) -> None:
+    """A local --from path or glob that matches nothing, or only empty files, is bad input (exit 1), found before
+    Spark starts."""
+    import glob
+
+    for src in sources:
+        if src == "-" or "://" in src:  # stdin, or object storage (listed by the reader)
+            continue
+        matches = glob.glob(os.path.expanduser(src))
+        if not matches:
+            raise NotFoundError(f"--from {src}: no such file or directory" if not glob.has_magic(src)
+                                else f"--from {src}: no file matches")
+        if all(os.path.isfile(m) and os.path.getsize(m) == 0 for m in matches):
+            raise InputError(f"--from {src}: {'the file is' if len(matches) == 1 else 'every file is'} empty "
+                             "(0 bytes): no columns and no rows to write")
