@@ -72,8 +72,11 @@ def _interrupted(signum: int, frame: object) -> None:
     A transaction left open is rolled back by the catalog database; files written so far are orphans, as after
     a kill."""
     with contextlib.suppress(OSError):
-        os.write(2, b"interrupted\n")
+        os.write(_stderr_fd if _stderr_fd is not None else 2, b"interrupted\n")
     os._exit(130)
+
+
+_stderr_fd: int | None = None  # our stderr, kept: fd 2 points at Spark's log while the JVM starts
 
 
 _interrupted.ducklake_interrupt = True  # type: ignore[attr-defined]  # engine.session re-installs it after Spark
@@ -87,7 +90,10 @@ def main(argv: list[str] | None = None) -> None:
     quiet_logs = logging.NullHandler()
     if not debug:  # libraries' log records (Py4J's logging.exception on Ctrl-C) never reach the terminal
         root.addHandler(quiet_logs)
+    global _stderr_fd
     previous = _install_interrupt_handler()
+    if previous is not None and _stderr_fd is None:
+        _stderr_fd = os.dup(2)
     try:
         code = app(args=args, prog_name="ducklake", standalone_mode=False)
         if isinstance(code, int) and code:  # typer.Exit(n) from a command

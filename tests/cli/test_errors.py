@@ -125,3 +125,108 @@ def test_no_secret_from_profile_in_errors(tmp_path: Path) -> None:
     missing = run_cli("inspect", "prod", env={"DUCKLAKE_CONFIG": str(cfg)})
     _assert_one_line_error(missing, "${PGPASS}", "not set")
     assert os.environ.get("PGPASS") is None
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+@pytest.mark.spark
+def test_ctrl_c_during_a_spark_job_says_interrupted(lake: Path, tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT to the whole foreground group, JVM included) while Spark runs: "interrupted", exit 130, no
+    Py4J traceback, and the JVM goes too."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import REPO
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DUCKLAKE_CATALOG", "DUCKLAKE_CONFIG")}
+    env["TMPDIR"] = str(tmp_path)  # the Spark console log of this run, not the shared one
+    proc = subprocess.Popen([sys.executable, "-m", "ducklake_cli", "query", str(lake),
+                             "SELECT count(*) FROM range(1000000000000)"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, env=env, start_new_session=True)
+    deadline = time.monotonic() + 90
+    while not _children(proc.pid) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    jvm = _children(proc.pid)
+    assert jvm, "Spark never started"
+    time.sleep(6)  # into session start-up or the job itself; either must end the same way
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err == b"interrupted\n", err.decode()[-2000:]
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{p}").exists() for p in jvm) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(Path(f"/proc/{p}").exists() and "java" in Path(f"/proc/{p}/cmdline").read_text() for p in jvm)
+
+
+@pytest.mark.spark
+def test_s3_lake_without_jars_names_what_to_set(tmp_path: Path) -> None:
+    """An s3:// lake and no jars: Spark is given hadoop-aws from Maven; when that cannot be downloaded (no Maven
+    Central here), one line says which setting to use instead."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    cat = tmp_path / "cat.sqlite"
+    build_lake("sqlite", str(cat), tmp_path / "data", "catalog_example")
+    con = sqlite3.connect(cat)
+    con.execute("UPDATE ducklake_metadata SET value = 's3://no-such-bucket/lake/' WHERE key = 'data_path'")
+    con.commit()
+    con.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DUCKLAKE_", "AWS_", "SPARK_"))}
+    env.update(TMPDIR=str(tmp_path), HOME=str(tmp_path))  # a private Ivy cache and Spark log
+    res = subprocess.run([sys.executable, "-m", "ducklake_cli", "query", str(cat), "SELECT * FROM t WHERE rand() < 2"],
+                         capture_output=True, text=True, cwd=REPO, env=env, timeout=300, check=False)
+    assert res.returncode == 1 and res.stderr.count("\n") == 1, res.stderr
+    assert "org.apache.hadoop:hadoop-aws:" in res.stderr and "spark.jars" in res.stderr, res.stderr
+
+
+def test_s3a_packages_only_when_nothing_is_set(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The hadoop-aws version is Spark's own Hadoop; any jar setting of the user's (or a hadoop-aws in Spark's
+    jars) wins; local and Connect lakes get nothing."""
+    from ducklake_cli.engine.session import s3a_packages, spark_hadoop_version
+
+    version = spark_hadoop_version()
+    assert version and version[0].isdigit()
+    want = {"spark.jars.packages": f"org.apache.hadoop:hadoop-aws:{version}"}
+    assert s3a_packages({}, "s3://bucket/lake/") == want
+    assert s3a_packages({"spark.executor.memory": "2g"}, "s3a://bucket/lake/") == want
+    for key in ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath"):
+        assert s3a_packages({key: "x"}, "s3://bucket/lake/") == {}
+    assert s3a_packages({}, "/data/lake/") == {} and s3a_packages({}, None) == {}
+    home = tmp_path / "spark"
+    (home / "jars").mkdir(parents=True)
+    (home / "jars" / "hadoop-client-api-3.4.1.jar").write_bytes(b"")
+    monkeypatch.setenv("SPARK_HOME", str(home))
+    assert s3a_packages({}, "s3://b/") == {"spark.jars.packages": "org.apache.hadoop:hadoop-aws:3.4.1"}
+    (home / "jars" / "hadoop-aws-3.4.1.jar").write_bytes(b"")
+    assert s3a_packages({}, "s3://b/") == {}
+
+
+def test_spark_errors_in_plain_words() -> None:
+    """Spark's `[ERROR_CLASS]` tag and SQLSTATE go; a full disk or read-only data path is named as such."""
+    from ducklake_cli.engine.session import translate_spark_error
+    from ducklake_cli.errors import QueryError, StorageError
+
+    err = translate_spark_error(RuntimeError(
+        "[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with name `nope` cannot be "
+        "resolved. SQLSTATE: 42703; line 1 pos 7\n== Plan ==\nProject"))
+    assert isinstance(err, QueryError) and err.message.startswith("A column, variable") and "[" not in err.message
+    java = RuntimeError("org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 failed\n"
+                        "Caused by: java.io.IOException: No space left on device\n\tat java.io.FileOutputStream")
+    full = translate_spark_error(java)
+    assert isinstance(full, StorageError) and "no space left" in full.message
+    ro = translate_spark_error(RuntimeError("java.nio.file.FileSystemException: /d/x.parquet: Read-only file system"))
+    assert isinstance(ro, StorageError) and "read-only" in ro.message
