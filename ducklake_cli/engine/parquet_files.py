@@ -311,8 +311,8 @@ class _OpenFile:
                 nulls += n
                 values += col.num_values - n
                 size += col.total_compressed_size
-            if i in self.no_stats:  # no footer statistics to count from
-                nulls, values = b.nulls, b.values
+            if i in self.no_stats:  # no footer null count: Parquet's slots less the non-NULL values
+                nulls, values = values + nulls - b.values, b.values
             leaves.append(b.stats(values, nulls, size))
         return [NewDataFile(self.rel_path, self.rows, self.sink.size, footer, self.key_values, tuple(leaves))]
 
