@@ -23,7 +23,7 @@ from ducklake_cli.cli.common import (
     resolve_catalog,
     spark_settings,
 )
-from ducklake_cli.cli.render import OutputFormat, message, render
+from ducklake_cli.cli.render import MAX_TABLE_ROWS, OutputFormat, message, render, render_stream
 from ducklake_cli.errors import UsageError
 
 
@@ -65,10 +65,16 @@ def query(
 
     resolved = resolve_catalog(catalog, data_path=data_path, metadata_schema=metadata_schema)
     settings = spark_settings(resolved, master=master, remote=remote, conf=conf or [], debug=debug)
+    machine = fmt is not OutputFormat.table
     with open_lake(resolved, spark_settings=settings) as lake:
         result = run_query(lake, sql, snapshot=snapshot, as_of=parse_time(as_of) if as_of else None, limit=limit,
-                           output=output, explain=explain)
-    render(result, fmt)
-    if result.truncated and fmt is OutputFormat.table:
-        message(f"showing the first {len(result.rows):,} rows; use --limit, or --output FILE for all")
+                           output=output, explain=explain, stream=machine and output is None and not explain,
+                           display=None if machine else MAX_TABLE_ROWS)
+        if result.stream is not None:  # rows are fetched while they are written, so inside the open lake
+            render_stream(result.stream, fmt)
+        else:
+            render(result, fmt)
+    if result.truncated and not machine:
+        message(f"showing first {len(result.rows):,} of {result.row_count:,} rows; "
+                "use --format csv|json or --output FILE for all")
     finish_spark()

@@ -6,11 +6,15 @@ import csv
 import json
 import sys
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.ops.results import Result, Section
 
+if TYPE_CHECKING:
+    from ducklake_cli.engine.output import RowStream
+
 MAX_TABLE_ROWS = 500  # a terminal table beyond this is unreadable; JSON/CSV always carry every row
+NULL_MARKER = "NULL"  # shown dim, as DuckDB's CLI shows it; metadata tables keep `-` for "none"
 
 
 class OutputFormat(StrEnum):
@@ -31,6 +35,14 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def _data_cell(value: Any) -> Any:
+    from rich.text import Text
+
+    if value is None:
+        return Text(NULL_MARKER, style="dim italic")
+    return Text(value if isinstance(value, str) else str(value))  # Text: values are never read as Rich markup
+
+
 def _rich_section(section: Section) -> Any:
     from rich.table import Table
 
@@ -39,11 +51,12 @@ def _rich_section(section: Section) -> Any:
         table.add_column(col, overflow="fold")
     rows = section.rows
     if len(rows) > MAX_TABLE_ROWS:
-        rows = rows[-MAX_TABLE_ROWS:]
-        table.caption = (f"showing the last {MAX_TABLE_ROWS:,} of {len(section.rows):,} rows; "
+        rows = rows[:MAX_TABLE_ROWS]
+        table.caption = (f"showing the first {MAX_TABLE_ROWS:,} of {len(section.rows):,} rows; "
                          "--format csv or json shows all")
+    cell = _data_cell if section.data else _cell
     for row in rows:
-        table.add_row(*(_cell(v) for v in row))
+        table.add_row(*(cell(v) for v in row))
     return table
 
 
@@ -58,6 +71,12 @@ def render(result: Result, fmt: OutputFormat) -> None:
         section = next((s for s in result.sections() if s.csv), None)
         if section is None:
             return
+        if section.data:
+            from ducklake_cli.engine.output import csv_field
+
+            sys.stdout.write(",".join(csv_field(c) for c in section.columns) + "\n")
+            sys.stdout.writelines(",".join(csv_field(v) for v in row) + "\n" for row in section.rows)
+            return
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(section.columns)
         writer.writerows(["" if v is None else v for v in row] for row in section.rows)
@@ -68,6 +87,15 @@ def render(result: Result, fmt: OutputFormat) -> None:
     for section in result.sections():
         if section.table:
             console.print(_rich_section(section))
+
+
+def render_stream(stream: RowStream, fmt: OutputFormat) -> int:
+    """Every row of a query to stdout as JSON or CSV, written as it arrives; the number of rows."""
+    from ducklake_cli.engine.output import write_csv, write_json
+
+    if fmt is OutputFormat.csv:
+        return write_csv(stream, sys.stdout)
+    return write_json(stream, sys.stdout, lines=False)
 
 
 def message(text: str) -> None:

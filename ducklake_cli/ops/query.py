@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ducklake_cli.api import Lake
 from ducklake_cli.catalog.models import SchemaInfo, Snapshot, TableInfo
 from ducklake_cli.catalog.reader import MetadataReader
+from ducklake_cli.engine.output import Encoder, RowStream
 from ducklake_cli.engine.plan import ScanPlan, plan_scan
 from ducklake_cli.engine.predicates import Predicate
 from ducklake_cli.errors import NotFoundError, QueryError, UsageError
@@ -70,6 +72,8 @@ class SqlPlan:
     count_only: tuple[str, int] | None = None  # (column name, count) when answered from metadata
     # Temp views to register before running `spark_sql`: a table scan (with rowid?) or a lake view's own plan.
     views: list[tuple[str, ScanPlan | SqlPlan, bool]] = field(default_factory=list)
+    view: str | None = None  # the lake view (`schema.name`) this plan is the body of
+    column_aliases: list[str] = field(default_factory=list)  # `CREATE VIEW v(a, b)`: names of its first columns
 
 
 def _ref_snapshot(reader: MetadataReader, ref: TableRef, default: Snapshot) -> int:
@@ -101,7 +105,7 @@ def plan_sql(lake: Lake, reader: MetadataReader, query: str, *, snapshot: Snapsh
 
 
 def _plan_refs(lake: Lake, reader: MetadataReader, parsed: ParsedQuery, *, snapshot: Snapshot, depth: int) -> SqlPlan:
-    from ducklake_cli.engine.sql import parse_query, suggest, transpile_view
+    from ducklake_cli.engine.sql import parse_query, suggest, transpile_view, view_column_aliases
 
     if depth > MAX_VIEW_DEPTH:
         raise QueryError("views nest too deeply (a view that refers to itself?)")
@@ -135,8 +139,10 @@ def _plan_refs(lake: Lake, reader: MetadataReader, parsed: ParsedQuery, *, snaps
             close = suggest(ref.qualified, known)
             hint = f"did you mean {', '.join(close)}?" if close else "list tables with `ducklake inspect CATALOG`"
             raise NotFoundError(f"table {ref.qualified} does not exist at snapshot {sid}", hint=hint)
-        text = transpile_view(view.sql or "", schema=view.schema_name, view=f"{view.schema_name}.{view.name}")
+        qualified = f"{view.schema_name}.{view.name}"
+        text = transpile_view(view.sql or "", schema=view.schema_name, view=qualified)
         inner = _plan_refs(lake, reader, parse_query(text), snapshot=reader.snapshot(sid), depth=depth + 1)
+        inner.view, inner.column_aliases = qualified, view_column_aliases(view.column_aliases)
         out.scans.extend(inner.scans)
         out.views.append((view_name, inner, False))
     out.spark_sql = parsed.rewrite(views)
@@ -152,7 +158,30 @@ def register_views(spark: SparkSession, plan: SqlPlan) -> None:
             scan(spark, source, with_rowid=with_rowid).createOrReplaceTempView(name)
         else:
             register_views(spark, source)
-            spark.sql(source.spark_sql).createOrReplaceTempView(name)
+            _view_frame(spark, source).createOrReplaceTempView(name)
+
+
+def _view_frame(spark: SparkSession, plan: SqlPlan) -> DataFrame:
+    """A lake view's body on Spark, renamed by its column aliases; a failure names the view."""
+    try:
+        df = spark.sql(plan.spark_sql)
+    except Exception as exc:
+        from pyspark.errors import PySparkException
+
+        if not (isinstance(exc, PySparkException) or type(exc).__name__ == "Py4JJavaError"):
+            raise
+        from ducklake_cli.engine.session import translate_spark_error
+
+        text = str(translate_spark_error(exc))
+        if routine := re.search(r"Cannot resolve routine `([^`]+)`", text):  # a DuckDB function Spark lacks
+            text = f"function {routine[1].lower()} does not exist in Spark"
+        raise QueryError(f"view {plan.view} cannot run on Spark: {text}") from exc
+    if plan.column_aliases:
+        names = list(df.columns)
+        if len(plan.column_aliases) > len(names):
+            raise QueryError(f"view {plan.view} names {len(plan.column_aliases)} columns but has {len(names)}")
+        df = df.toDF(*plan.column_aliases, *names[len(plan.column_aliases):])
+    return df
 
 
 def sql_dataframe(
@@ -181,14 +210,16 @@ class ExplainInfo:
 
 @dataclass(frozen=True)
 class QueryResult:
-    """Rows of a query (possibly limited), or where they were written."""
+    """Rows of a query (possibly limited), where they were written, or a stream of all of them."""
 
     columns: tuple[str, ...]
     rows: tuple[tuple[Any, ...], ...]
     truncated: bool = False
     output: str | None = None
-    row_count: int | None = None
+    row_count: int | None = None  # rows written to `output`, or all rows when `truncated`
     explain: ExplainInfo | None = None
+    stream: RowStream | None = None  # every row, for `--format json|csv` (read once, after the result returns)
+    encoders: tuple[Encoder, ...] | None = None  # per column: value -> JSON-ready (None for metadata counts)
 
     def to_json(self) -> Any:
         """A list of row objects (or the explain/output summary)."""
@@ -196,7 +227,8 @@ class QueryResult:
             return jsonable(self.explain)
         if self.output is not None:
             return {"output": self.output, "rows": self.row_count}
-        return [dict(zip(self.columns, (jsonable(v) for v in row), strict=True)) for row in self.rows]
+        encoders = self.encoders or tuple(jsonable for _ in self.columns)
+        return [{c: enc(v) for c, enc, v in zip(self.columns, encoders, row, strict=True)} for row in self.rows]
 
     def sections(self) -> list[Section]:
         """The rows as one table."""
@@ -207,14 +239,25 @@ class QueryResult:
                     Section("Spark plan", ("plan",), ((self.explain.spark_plan,),), csv=False)]
         if self.output is not None:
             return [Section("Written", ("output", "rows"), ((self.output, self.row_count),))]
-        return [Section("Result", self.columns, self.rows)]
+        if self.encoders is None:
+            return [Section("Result", self.columns, self.rows, data=True)]
+        from ducklake_cli.engine.output import cell_text
+
+        text = tuple(tuple(None if v is None else cell_text(enc(v)) for enc, v in zip(self.encoders, row, strict=True))
+                     for row in self.rows)
+        return [Section("Result", self.columns, text, data=True)]
 
 
 def run_query(
     lake: Lake, query: str, *, snapshot: int | None = None, as_of: dt.datetime | None = None,
-    limit: int | None = None, output: str | None = None, explain: bool = False,
+    limit: int | None = None, output: str | None = None, explain: bool = False, stream: bool = False,
+    display: int | None = None,
 ) -> QueryResult:
-    """What `ducklake query` does: a count from metadata when possible, else Spark."""
+    """What `ducklake query` does: a count from metadata when possible, else Spark.
+
+    `stream` returns every row as a `RowStream` (for machine formats); else at most `display` rows are fetched
+    (all when None) and `truncated`/`row_count` tell how many there are in all.
+    """
     # Planned once, from metadata: unknown tables and snapshots fail before a JVM starts.
     with lake.reader() as r:
         r.metadata()
@@ -228,7 +271,7 @@ def run_query(
     from ducklake_cli.engine.progress import spark_progress
 
     with spark_errors(), spark_progress(spark):
-        return _execute(spark, plan, limit=limit, output=output, explain=explain)
+        return _execute(spark, plan, limit=limit, output=output, explain=explain, stream=stream, display=display)
 
 
 @contextmanager
@@ -247,7 +290,8 @@ def spark_errors() -> Iterator[None]:
 
 
 def _execute(
-    spark: SparkSession, plan: SqlPlan, *, limit: int | None, output: str | None, explain: bool
+    spark: SparkSession, plan: SqlPlan, *, limit: int | None, output: str | None, explain: bool, stream: bool,
+    display: int | None,
 ) -> QueryResult:
     if plan.count_only is not None:
         column, count = plan.count_only
@@ -266,11 +310,24 @@ def _execute(
 
         count = write_output(df, output)
         return QueryResult(columns=tuple(df.columns), rows=(), output=output, row_count=count)
-    display = 10_000 if limit is None else limit
-    rows = df.limit(display + 1).collect()
-    # Column names from the rows when there are any: `df.columns` costs Spark Connect one more round trip.
-    columns = tuple(rows[0].__fields__) if rows else tuple(df.columns)
-    return QueryResult(columns=columns, rows=tuple(tuple(r) for r in rows[:display]), truncated=len(rows) > display)
+    from ducklake_cli.engine.output import encoder, row_stream
+
+    if stream:
+        rows = row_stream(df)
+        return QueryResult(columns=rows.columns, rows=(), stream=RowStream(rows.columns, rows.encoders,
+                                                                           _guarded(rows.rows)))
+    fetched = df.collect() if display is None else df.limit(display + 1).collect()
+    schema = df.schema
+    truncated = display is not None and len(fetched) > display
+    return QueryResult(columns=tuple(schema.names), rows=tuple(tuple(r) for r in fetched[:display]),
+                       truncated=truncated, row_count=int(df.count()) if truncated else len(fetched),
+                       encoders=tuple(encoder(f.dataType) for f in schema.fields))
+
+
+def _guarded(rows: Iterable[Any]) -> Iterator[Any]:
+    """Rows whose fetching raises our one-line errors: the stream is read after `run_query` returns."""
+    with spark_errors():
+        yield from rows
 
 
 def _spark_plan(df: DataFrame) -> str:

@@ -12,13 +12,15 @@ from typing import Any, Protocol
 @dataclass(frozen=True)
 class Section:
     """One table of output: a title, column headers and rows. `csv` marks the section `--format csv` prints;
-    `table=False` leaves it out of the terminal table (a CSV-only form of what another section shows)."""
+    `table=False` leaves it out of the terminal table (a CSV-only form of what another section shows);
+    `data` marks query values (shown as they are, NULL with its own marker) rather than metadata."""
 
     title: str
     columns: tuple[str, ...]
     rows: tuple[tuple[Any, ...], ...]
     csv: bool = True
     table: bool = True
+    data: bool = False
 
 
 class Result(Protocol):
