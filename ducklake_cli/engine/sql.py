@@ -168,11 +168,14 @@ def parse_query(sql: str) -> ParsedQuery:
 
 
 def transpile_view(sql: str, *, catalog_name: str = "lake", schema: str = "main", view: str | None = None) -> str:
-    """A DuckLake view's DuckDB SQL as Spark SQL; unqualified tables resolve in the view's `schema`, as in DuckDB."""
+    """A DuckLake view's DuckDB SQL as Spark SQL; unqualified tables resolve in the view's `schema`, as in DuckDB.
+
+    What Spark cannot express fails here with one line naming the construct (raised as `QueryError`).
+    """
     fail = f"view {view} cannot be translated to Spark SQL: " if view else "view cannot be translated to Spark SQL: "
     try:
         with _quiet_sqlglot():
-            statements = [s for s in sqlglot.parse(sql.replace(_PLACEHOLDER, _LAKE), read="duckdb") if s]
+            statements = [s for s in sqlglot.parse(_duckdb_text(sql.replace(_PLACEHOLDER, _LAKE)), read="duckdb") if s]
     except SqlglotError as exc:
         raise QueryError(fail + _syntax_message(exc)) from None
     if len(statements) != 1 or not isinstance(tree := statements[0], exp.Query):
@@ -187,6 +190,7 @@ def transpile_view(sql: str, *, catalog_name: str = "lake", schema: str = "main"
             node.set("catalog", exp.to_identifier(catalog_name))
         elif not node.db:
             node.set("db", exp.to_identifier(schema))
+        _time_travel(node, fail)
     for col in tree.find_all(exp.Column):  # `{DUCKLAKE_CATALOG}.t.x` -> `t.x`
         if _LAKE in (col.text("db"), col.text("catalog")):
             col.set("db", None)
@@ -194,15 +198,123 @@ def transpile_view(sql: str, *, catalog_name: str = "lake", schema: str = "main"
     for fn in list(tree.find_all(exp.Anonymous)):  # DuckDB stores `count(*)` in view SQL as `count_star()`
         if fn.name.lower() == "count_star" and not fn.expressions:
             fn.replace(exp.Count(this=exp.Star()))
+    _lambdas(tree)
+    for fn in list(tree.find_all(exp.Anonymous)):  # list_transform's aliases, which sqlglot leaves unknown
+        if fn.name.lower() in ("list_apply", "array_apply", "apply", "array_transform") and len(fn.expressions) == 2:
+            fn.replace(exp.Transform(this=fn.expressions[0], expression=fn.expressions[1]))
+    _order_by_all(tree)
+    _subscripts(tree)
     for part in tree.walk():
-        if isinstance(part, exp.DataType) and part.this in _NO_SPARK_TYPE:
-            raise QueryError(fail + f"type {part.sql('duckdb')} has no Spark equivalent")
-        if isinstance(part, exp.Join) and (odd := {part.kind.upper(), part.method.upper()} & {"ASOF", "POSITIONAL"}):
-            raise QueryError(fail + f"{odd.pop()} JOIN has no Spark equivalent")
+        if (what := _unsupported(part)) is not None:
+            raise QueryError(fail + what)
     try:
         return tree.sql(dialect="spark", unsupported_level=ErrorLevel.RAISE)
     except SqlglotError as exc:
         raise QueryError(fail + _one_line(str(exc))) from None
+
+
+def view_column_aliases(text: str | None) -> list[str]:
+    """The column names `CREATE VIEW v(a, b)` stores in `ducklake_view.column_aliases` (`"a","b"`), in order."""
+    if not text:
+        return []
+    names = re.findall(r'"((?:[^"]|"")*)"|([^,\s"][^,]*)', text)
+    return [quoted.replace('""', '"') if quoted or not bare else bare.strip() for quoted, bare in names]
+
+
+# DuckDB's `lambda x, y: body` (1.3+, how it stores list comprehensions) as the arrow form sqlglot parses.
+_LAMBDA = re.compile(r'\blambda\s+((?:"(?:[^"]|"")*"|\w+)(?:\s*,\s*(?:"(?:[^"]|"")*"|\w+))*)\s*:(?![:=])',
+                     re.IGNORECASE)
+# DuckDB qualifies some functions it stores in view SQL: `main.list_value(…)`, `main."map"(…)`.
+_QUALIFIED_FN = re.compile(r'\b(?:system\.)?(?:main|pg_catalog)\.(?:"(\w+)"|(\w+))\s*\(', re.IGNORECASE)
+_STRING = re.compile(r"'(?:[^']|'')*'")
+
+
+def _duckdb_text(sql: str) -> str:
+    """View SQL with the two DuckDB spellings sqlglot cannot read rewritten, string literals left alone."""
+    def fix(part: str) -> str:
+        part = _LAMBDA.sub(lambda m: f"({m[1]}) ->" if "," in m[1] else f"{m[1]} ->", part)
+        return _QUALIFIED_FN.sub(lambda m: f"{m[1] or m[2]}(", part)
+
+    out, last = [], 0
+    for lit in _STRING.finditer(sql):
+        out += [fix(sql[last:lit.start()]), lit[0]]
+        last = lit.end()
+    return "".join([*out, fix(sql[last:])])
+
+
+def _time_travel(node: exp.Table, fail: str) -> None:
+    """DuckDB's `t AT (VERSION => n)` / `AT (TIMESTAMP => '…')` as Spark's `VERSION AS OF` / `TIMESTAMP AS OF`."""
+    when = node.args.get("when")
+    if not isinstance(when, exp.HistoricalData):
+        return
+    kind, given = str(when.args.get("kind", "")).upper(), when.expression.unnest()
+    if isinstance(given, exp.Cast) and given.to.this in _TIMESTAMPS:
+        given = given.this.unnest()
+    if kind not in ("VERSION", "TIMESTAMP") or not isinstance(given, exp.Literal):
+        raise QueryError(fail + f"AT ({kind} => {when.expression.sql('duckdb')}) needs a literal version or time")
+    node.set("when", None)
+    node.set("version", exp.Version(this=kind, kind="AS OF", expression=given.copy()))
+
+
+def _lambdas(tree: exp.Expr) -> None:
+    """DuckDB's `(x -> body)` inside a function call is a lambda; sqlglot reads `->` there as JSON extraction."""
+    for node in list(tree.find_all(exp.JSONExtract)):
+        params = node.this.expressions if isinstance(node.this, exp.Tuple) else [node.this]
+        body = node.expression.unnest()
+        inside_call = isinstance(node.parent, exp.Func) or (
+            isinstance(node.parent, exp.Paren) and isinstance(node.parent.parent, exp.Func))
+        bare = all(isinstance(p, exp.Column) and not p.table for p in params)
+        if not (inside_call and bare) or (isinstance(body, exp.Literal) and body.is_string):
+            continue
+        lam = exp.Lambda(this=body.copy(), expressions=[exp.to_identifier(p.name) for p in params])
+        (node.parent if isinstance(node.parent, exp.Paren) else node).replace(lam)
+
+
+def _subscripts(tree: exp.Expr) -> None:
+    """DuckDB's `l[i]` (1-based; NULL out of range; also map lookup) as Spark's `try_element_at(l, i)`."""
+    for node in list(tree.find_all(exp.Bracket)):
+        if len(node.expressions) != 1 or isinstance(index := node.expressions[0], exp.Slice):
+            continue
+        if isinstance(index, exp.Literal) and index.is_string:
+            continue  # `s['field']` on a struct, or a map key: Spark's brackets read both the same way
+        if isinstance(index, exp.Literal) or (isinstance(index, exp.Neg) and isinstance(index.this, exp.Literal)):
+            value = _value(index)  # sqlglot already moved literal indexes to 0-based: move them back
+            index = exp.Literal.number(int(value) + 1) if isinstance(value, int | Decimal) else index
+        node.replace(exp.Anonymous(this="try_element_at", expressions=[node.this.copy(), index.copy()]))
+
+
+def _order_by_all(tree: exp.Expr) -> None:
+    """DuckDB stores `ORDER BY ALL` as `ORDER BY COLUMNS(*)`: every column left to right, NULLs last."""
+    for ordered in list(tree.find_all(exp.Ordered)):
+        target = ordered.this
+        if isinstance(target, exp.Columns) and isinstance(target.this, exp.Star):
+            ordered.set("this", exp.column("ALL"))
+
+
+_UNSUPPORTED_FUNCS = {"list_reduce", "array_reduce", "reduce"}  # Spark's reduce needs a start value
+
+
+def _unsupported(part: exp.Expr) -> str | None:
+    """The name of a DuckDB construct in `part` that has no Spark translation, or None."""
+    if isinstance(part, exp.DataType) and part.this in _NO_SPARK_TYPE:
+        return f"type {part.sql('duckdb')} has no Spark equivalent"
+    if isinstance(part, exp.Join) and (odd := {part.kind.upper(), part.method.upper()} & {"ASOF", "POSITIONAL"}):
+        return f"{odd.pop()} JOIN has no Spark equivalent"
+    if isinstance(part, exp.Columns):
+        return "COLUMNS(...) is not supported"
+    if isinstance(part, exp.Star) and any(part.args.get(k) for k in ("except_", "except", "replace", "rename")):
+        return "SELECT * EXCLUDE/REPLACE/RENAME is not supported"
+    if isinstance(part, exp.SetOperation) and part.args.get("by_name"):
+        return "UNION/INTERSECT/EXCEPT BY NAME is not supported"
+    if isinstance(part, exp.HistoricalData):
+        return f"AT ({part.args.get('kind')} => …) is supported only on a lake table"
+    if isinstance(part, exp.Anonymous) and part.name.lower() in _UNSUPPORTED_FUNCS:
+        return f"function {part.name.lower()} is not supported"
+    if isinstance(part, exp.Slice) and isinstance(part.parent, exp.Bracket):
+        return "list slices l[a:b] are not supported"
+    if isinstance(part, exp.JSONExtract) and isinstance(part.this, exp.Tuple):
+        return "a lambda here is not supported"
+    return None
 
 
 def suggest(name: str, known: Iterable[str]) -> list[str]:

@@ -12,7 +12,7 @@ import pytest
 import sqlglot
 
 from ducklake_cli.engine.predicates import Predicate
-from ducklake_cli.engine.sql import TableRef, parse_query, suggest, transpile_view
+from ducklake_cli.engine.sql import TableRef, parse_query, suggest, transpile_view, view_column_aliases
 from ducklake_cli.errors import QueryError
 
 
@@ -407,7 +407,7 @@ def test_view_duckdb_syntax_becomes_spark_syntax() -> None:
            "FROM a WHERE name ILIKE 'x%' QUALIFY (row_number() OVER (ORDER BY id) = 1)")
     spark = transpile_view(sql)
     assert "CAST(`name` AS STRING)" in spark and "ARRAY(1, 2)" in spark and "DIV" in spark
-    assert "ARRAY(10, 20)[0]" in spark and "QUALIFY" not in spark
+    assert "TRY_ELEMENT_AT(ARRAY(10, 20), 1)" in spark and "QUALIFY" not in spark
     assert names(spark) == ["main.a"]
 
 
@@ -451,3 +451,45 @@ def test_no_pyspark_import() -> None:
 
 def test_view_count_star_becomes_count() -> None:
     assert "COUNT(*)" in transpile_view("SELECT count_star() AS n FROM {DUCKLAKE_CATALOG}.main.t").upper()
+
+
+@pytest.mark.parametrize(("duckdb", "spark"), [
+    # DuckDB's stored forms (as `ducklake_view.sql` holds them) -> Spark SQL
+    ("SELECT * FROM t ORDER BY COLUMNS(*)", "SELECT * FROM main.t ORDER BY ALL NULLS LAST"),
+    ("SELECT * FROM t AT (VERSION => 2)", "SELECT * FROM main.t VERSION AS OF 2"),
+    ("SELECT * FROM t AT (TIMESTAMP => CAST('2026-01-01 00:00:00' AS TIMESTAMP))",
+     "SELECT * FROM main.t TIMESTAMP AS OF '2026-01-01 00:00:00'"),
+    ("SELECT list_transform(l, (x -> (x + 1))) AS m FROM t", "SELECT TRANSFORM(l, x -> x + 1) AS m FROM main.t"),
+    ("SELECT main.list_apply(l, (lambda x: (x * 2))) AS m FROM t", "SELECT TRANSFORM(l, x -> x * 2) AS m FROM main.t"),
+    ("SELECT list_filter(l, (lambda x: (x > 'lambda y: 1'))) AS m FROM t",
+     "SELECT FILTER(l, x -> x > 'lambda y: 1') AS m FROM main.t"),
+    ("SELECT main.struct_pack(k := 1) AS st, main.\"map\"(main.list_value('a'), main.list_value(1)) AS mp",
+     "SELECT STRUCT(1 AS k) AS st, MAP_FROM_ARRAYS(ARRAY('a'), ARRAY(1)) AS mp"),
+    ("SELECT l[1], l[-1], l[(i + 1)], m['k'] FROM t",
+     "SELECT TRY_ELEMENT_AT(l, 1), TRY_ELEMENT_AT(l, -1), TRY_ELEMENT_AT(l, (i + 1)), m['k'] FROM main.t"),
+    ("SELECT (j -> '$.a') AS x FROM t", "SELECT (GET_JSON_OBJECT(j, '$.a')) AS x FROM main.t"),
+])
+def test_view_duckdb_forms_spark_runs(duckdb: str, spark: str) -> None:
+    assert transpile_view(duckdb) == spark
+
+
+@pytest.mark.parametrize(("sql", "construct"), [
+    ("SELECT COLUMNS('i.*') FROM t", "COLUMNS(...)"),
+    ("SELECT * EXCLUDE (l) FROM t", "EXCLUDE"),
+    ("SELECT * REPLACE (1 AS l) FROM t", "REPLACE"),
+    ("(SELECT 1 AS a) UNION ALL BY NAME (SELECT 2 AS a)", "BY NAME"),
+    ("SELECT list_reduce(l, ((x, y) -> (x + y))) FROM t", "list_reduce"),
+    ("SELECT * FROM t AT (TIMESTAMP => (now() - to_days(1)))", "AT (TIMESTAMP"),
+    ("SELECT l[1:2] FROM t", "slice"),
+])
+def test_view_constructs_spark_lacks_are_named(sql: str, construct: str) -> None:
+    with pytest.raises(QueryError) as info:
+        transpile_view(sql, view="main.v")
+    assert construct in str(info.value) and "\n" not in str(info.value)
+
+
+def test_view_column_aliases() -> None:
+    assert view_column_aliases('"a"') == ["a"]
+    assert view_column_aliases('"p","Q q"') == ["p", "Q q"]
+    assert view_column_aliases('"we""ird, x","b"') == ['we"ird, x', "b"]
+    assert view_column_aliases("") == view_column_aliases(None) == []

@@ -1,4 +1,5 @@
-"""Views stored in the lake (DuckDB SQL) are queryable through `query`, nested ones too, as DuckDB reads them."""
+"""Views stored in the lake (DuckDB SQL, as DuckDB stores it in `ducklake_view`) read as DuckDB reads them, or fail
+with one line naming the DuckDB construct Spark has no form for; differential on SQLite, DuckDB and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -7,10 +8,119 @@ from typing import Any
 import pytest
 
 import ducklake_cli
+from ducklake_cli.errors import QueryError
 from ducklake_cli.ops.query import run_query
-from tests.conftest import Spot
+from tests.conftest import Spot, run_cli
 from tests.fixtures.lakes import build_lake
 from tests.fixtures.oracle import oracle_connect
+
+pytestmark = pytest.mark.spark
+
+# name (with DuckDB column aliases), body: each reads equal to DuckDB through `SELECT * FROM name`.
+WORKING = [
+    ("v_alias(a)", "SELECT 42 AS x, 84 AS y"),
+    ('v_alias_all(p, "Q q")', "SELECT id, v FROM t"),
+    ("v_order_all", "SELECT id, v, s FROM t ORDER BY ALL"),
+    ("v_at", "SELECT * FROM t AT (VERSION => 2)"),
+    ("v_at_ts", "SELECT id FROM t AT (TIMESTAMP => '2100-01-01 00:00:00'::TIMESTAMP)"),
+    ("v_lambda", "SELECT id, list_transform(l, x -> x + 1) AS m FROM t"),
+    ("v_lambda_new", "SELECT id, list_transform(l, lambda x: x * 3) AS m, list_filter(l, lambda y: y > 2) AS f FROM t"),
+    ("v_comprehension", "SELECT id, [x * 2 FOR x IN l] AS lc FROM t"),
+    ("v_list_value", "SELECT id, list_value(id, v) AS lv, l[1] AS first, array_length(l) AS n FROM t"),
+    ("v_struct_map", "SELECT id, {'k': id, 'w': s} AS st, MAP {'a': id} AS mp, struct_pack(z := v) AS sp FROM t"),
+    ("v_qualify", "SELECT id FROM t QUALIFY row_number() OVER (ORDER BY id DESC) <= 2"),
+    ("v_group_all", "SELECT v % 3 AS k, count(*) AS n, sum(id) AS total FROM t GROUP BY ALL"),
+    ("v_cte", "WITH big AS (SELECT * FROM t WHERE id > 1) SELECT id, s FROM big"),
+    ("v_join", "SELECT a.id, b.v FROM t a JOIN t b ON a.id = b.id + 1"),
+    ("v_window", "SELECT id, sum(v) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS w FROM t"),
+    ("v_union", "SELECT id FROM t UNION ALL SELECT 100 UNION SELECT 101"),
+    ("v_text", "SELECT id, CAST(id AS VARCHAR) || '-' || s AS c, upper(s) AS u, s LIKE 'a%' AS a, "
+               "CASE WHEN id % 2 = 0 THEN 'even' ELSE 'odd' END AS parity FROM t"),
+    ("v_math", "SELECT id, v // 2 AS h, v % 3 AS m, 2 ** id AS p, round(v / 3, 2) AS r FROM t"),
+    ("v_count_star", "SELECT count(*) AS n FROM t"),
+    ("v_values", "SELECT * FROM (VALUES (1, 'a'), (2, 'b')) t2(x, y)"),
+    ("v_on_view(c)", "SELECT a + 1 FROM v_alias"),
+    ("v_struct_field", "SELECT id, st.k AS k FROM v_struct_map"),
+    ("v_unnest", "SELECT unnest(l) AS u FROM t"),
+]
+
+# name, body, the words the one-line error must contain.
+FAILING = [
+    ("f_columns", "SELECT COLUMNS('i.*') FROM t", "COLUMNS("),
+    ("f_exclude", "SELECT * EXCLUDE (l) FROM t", "EXCLUDE"),
+    ("f_by_name", "SELECT 1 AS a UNION ALL BY NAME SELECT 2 AS a", "BY NAME"),
+    ("f_reduce", "SELECT list_reduce(l, (x, y) -> x + y) AS r FROM t", "list_reduce"),
+    ("f_at_expr", "SELECT * FROM t AT (TIMESTAMP => now() + INTERVAL 1 DAY)", "AT (TIMESTAMP"),
+    ("f_hugeint", "SELECT id::HUGEINT AS h FROM t", "HUGEINT"),
+    ("f_asof", "SELECT a.id FROM t a ASOF JOIN t b ON a.id >= b.id", "ASOF"),
+    ("f_function", "SELECT jaro_winkler_similarity(s, 'abc') AS j FROM t", "jaro"),
+]
+
+
+def _build(spot: Spot) -> tuple[dict[str, list[tuple[Any, ...]]], dict[str, list[str]]]:
+    """The lake with its views, and DuckDB's rows and column names of each working view."""
+    con = oracle_connect()
+    try:
+        con.execute(spot.attach())
+        con.execute("USE lake")
+        con.execute("CREATE TABLE t (id INTEGER, v BIGINT, s VARCHAR, l INTEGER[])")
+        con.execute("INSERT INTO t VALUES (1, 10, 'ab', [1, 2, 3]), (2, 20, NULL, [4]), (3, NULL, 'cd', [])")
+        con.execute("INSERT INTO t VALUES (4, 40, 'a''x', NULL), (5, 7, 'zz', [5, NULL])")  # snapshot 3
+        for name, body in WORKING + [(n, b) for n, b, _ in FAILING]:
+            con.execute(f"CREATE VIEW {name} AS {body}")
+        rows, cols = {}, {}
+        for name, _ in WORKING:
+            bare = name.split("(")[0]
+            cur = con.execute(f"SELECT * FROM {bare}")
+            cols[bare] = [d[0] for d in cur.description]
+            rows[bare] = cur.fetchall()
+        con.execute("USE memory")
+        con.execute("DETACH lake")
+        return rows, cols
+    finally:
+        con.close()
+
+
+def _norm(value: Any) -> Any:
+    """Spark Rows and DuckDB dicts/maps as comparable plain values."""
+    if hasattr(value, "asDict"):
+        return {k: _norm(v) for k, v in value.asDict().items()}
+    if isinstance(value, dict):
+        if set(value) == {"key", "value"} and isinstance(value["key"], list):
+            return {_norm(k): _norm(v) for k, v in zip(value["key"], value["value"], strict=True)}
+        return {k: _norm(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_norm(v) for v in value]
+    return value
+
+
+def _sorted(rows: Any) -> list[Any]:
+    return sorted((_norm(r) for r in rows), key=repr)
+
+
+@pytest.mark.parametrize("spot", ["sqlite", "duckdb", "postgres"], indirect=True)
+def test_views_read_as_duckdb_or_name_what_fails(spot: Spot, spark: Any) -> None:
+    expected, columns = _build(spot)
+    with ducklake_cli.connect(spot.catalog, read_only=True) as lake:
+        for name, rows in expected.items():
+            got = run_query(lake, f"SELECT * FROM {name}")
+            assert list(got.columns) == columns[name], name
+            assert _sorted(got.rows) == _sorted(rows), name
+        assert run_query(lake, "SELECT a FROM v_alias").rows == ((42,),)
+        for name, _, words in FAILING:
+            with pytest.raises(QueryError) as err:
+                run_query(lake, f"SELECT * FROM {name}")
+            text = str(err.value)
+            assert words.lower() in text.lower() and name in text and "\n" not in text, text
+
+
+@pytest.mark.parametrize("spot", ["sqlite"], indirect=True)
+def test_untranslatable_view_is_one_line_exit_1(spot: Spot) -> None:
+    _build(spot)
+    res = run_cli("query", spot.catalog, "SELECT * FROM f_exclude")
+    assert res.returncode == 1
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(lines) <= 2 and "EXCLUDE" in lines[0] and "Traceback" not in res.stderr, res.stderr
 
 
 @pytest.mark.parametrize("spot", ["sqlite"], indirect=True)
