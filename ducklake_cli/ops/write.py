@@ -6,16 +6,16 @@ import contextlib
 import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, LakeMetadata, NewDataFile, SchemaInfo, TableInfo
+from ducklake_cli.engine.ingest import INPUT_FORMATS
 from ducklake_cli.errors import CommitConflictError, DuckLakeError, NotFoundError, UsageError
 from ducklake_cli.ops.results import Section
 from ducklake_cli.storage.paths import ensure_dir
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
 
     from ducklake_cli.api import Lake
     from ducklake_cli.catalog.transaction import Transaction
@@ -45,6 +45,7 @@ class WriteResult:
     inlined_rows: int
     created_table: bool
     paths: tuple[str, ...] = field(default=(), repr=False)
+    skipped_rows: int = 0
 
     def sections(self) -> list[Section]:
         """One key/value section for the table renderer."""
@@ -52,13 +53,15 @@ class WriteResult:
                 ("snapshot", "nothing committed" if self.snapshot_id is None else self.snapshot_id),
                 ("rows written", self.rows), ("data files", self.files), ("bytes written", self.bytes_written),
                 ("rows inlined in the catalog", self.inlined_rows), ("table created", self.created_table)]
+        if self.skipped_rows:
+            rows.append(("malformed rows skipped", self.skipped_rows))
         return [Section("write", ("field", "value"), tuple(rows))]
 
     def to_json(self) -> dict[str, Any]:
         """Stable JSON (README: `write --format json`)."""
         return {"table": self.table, "mode": self.mode, "snapshot_id": self.snapshot_id, "rows": self.rows,
                 "files": self.files, "bytes_written": self.bytes_written, "inlined_rows": self.inlined_rows,
-                "created_table": self.created_table}
+                "created_table": self.created_table, "skipped_rows": self.skipped_rows}
 
 
 @dataclass(frozen=True)
@@ -280,27 +283,39 @@ def run_write(
     ignore_extra_columns: bool = False,
     snapshot: int | None = None,
     as_of: dt.datetime | None = None,
+    schema: str | None = None,
+    on_error: str = "fail",
 ) -> WriteResult:
-    """Write files or a query's rows into `table` and commit exactly one snapshot."""
+    """Write files (`-`: standard input) or a query's rows into `table` and commit exactly one snapshot.
+    `schema`: `--schema "col TYPE, …"` for CSV/JSON into a new table; `on_error`: `fail` or `skip` (CSV rows)."""
     if mode not in MODES:
         raise UsageError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
     if bool(source) == bool(query):
         raise UsageError("give exactly one of --from and --query")
-    if input_format and input_format not in ("parquet", "csv", "json", "orc"):
+    if input_format and input_format not in INPUT_FORMATS:
         raise UsageError(f"--input-format must be parquet, csv, json or orc, not {input_format!r}")
+    if query and (schema or on_error != "fail"):
+        raise UsageError("--schema and --on-error apply to --from input, not --query")
     requests = parse_partition_by(partition_by)
     schema_name, name = split_table_name(table)
     target = _plan_target(lake, schema_name, name, mode)
     if (_option(target.meta, "require_commit_message") or "false").lower() == "true" and not message:
         raise UsageError("this lake requires a commit message", hint="pass --message")
 
-    from ducklake_cli.engine.writer import columns_from_spark, conform, read_input, write_files
+    from ducklake_cli.engine.ingest import conform, ingest_errors, read_input, refuse_no_columns
+    from ducklake_cli.engine.writer import columns_from_spark, write_files
     from ducklake_cli.ops.query import spark_errors, sql_dataframe
 
     spark = lake.spark()
-    with spark_errors():
-        df: DataFrame = (read_input(spark, list(source), input_format, options or {}) if source
-                         else sql_dataframe(lake, query or "", snapshot=snapshot, as_of=as_of))
+    skipped = None
+    with spark_errors(), ingest_errors():
+        known = target.existing.columns if target.existing is not None else None
+        if source:
+            ingest = read_input(spark, list(source), input_format, options or {}, table=known, schema=schema,
+                                on_error=on_error, storage_options=lake.storage_options)
+            df, parsed, skipped = ingest.df, ingest.columns, ingest.skipped
+        else:
+            df, parsed = sql_dataframe(lake, query or "", snapshot=snapshot, as_of=as_of), None
         if target.existing is not None:
             columns = target.existing.columns
             partition = [(f.column_id, f.transform) for f in target.existing.partition.fields] \
@@ -309,7 +324,8 @@ def run_write(
                 raise UsageError(f"table {schema_name}.{name} exists with another partitioning",
                                  hint="omit --partition-by when appending to an existing table")
         else:
-            columns = columns_from_spark(df.schema)
+            columns = parsed if parsed is not None else columns_from_spark(df.schema)
+            refuse_no_columns(columns, "the input")
             partition = _resolve_partition(columns, requests)
         df = conform(df, columns, ignore_extra=ignore_extra_columns)
         spec = file_spec(lake, target.meta, table_dir=target.table_dir, columns=columns,
@@ -317,8 +333,10 @@ def run_write(
                          table_id=target.existing.table_id if target.existing else None,
                          schema_id=target.schema.schema_id if target.schema else None)
         files = write_files(df, spec)
-    return _commit(lake, target, columns, partition, files, mode=mode, message=message, author=author,
-                   limit=_inline_limit(target, inline, columns, lake))
+        skipped_rows = skipped() if skipped is not None else 0
+    result = _commit(lake, target, columns, partition, files, mode=mode, message=message, author=author,
+                     limit=_inline_limit(target, inline, columns, lake))
+    return replace(result, skipped_rows=skipped_rows) if skipped_rows else result
 
 
 def _commit(lake: Lake, target: _Target, columns: Sequence[ColumnInfo], partition: Sequence[tuple[int, str]],

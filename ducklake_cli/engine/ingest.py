@@ -1,0 +1,784 @@
+"""Input for `write`: CSV and JSON parsed by DuckDB itself (so rows and types equal DuckDB's `read_csv`/`read_json`),
+Parquet and ORC by Spark; and conforming any input to an existing table with lossless casts only.
+
+CSV/JSON: the driver sniffs the union schema of all files with DuckDB (`union_by_name`), then Spark executors parse
+one file each with DuckDB and that fixed schema (`mapInArrow`), so ingest still spreads over a cluster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import glob
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ducklake_cli.catalog.inlined import spark_compatible_type, stored_type
+from ducklake_cli.catalog.models import ColumnInfo
+from ducklake_cli.errors import DuckLakeError, UsageError
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import DataType
+
+INPUT_FORMATS = ("parquet", "csv", "json", "orc")
+ON_ERROR = ("fail", "skip")
+STDIN = "-"
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
+_MARK = "DUCKLAKE-INGEST: "  # prefixes executor errors so the driver can show them as one line
+# Type promotions that keep every value (spec §5.4 plus decimal widening and exact float conversions).
+_ACCEPTS: dict[str, frozenset[str]] = {
+    "int16": frozenset({"int8", "uint8"}), "int32": frozenset({"int8", "int16", "uint8", "uint16"}),
+    "int64": frozenset({"int8", "int16", "int32", "uint8", "uint16", "uint32"}),
+    "float32": frozenset({"int8", "int16", "uint8", "uint16"}),
+    "float64": frozenset({"float32", "int8", "int16", "int32", "uint8", "uint16", "uint32"}),
+    "timestamptz": frozenset({"timestamp"}), "timestamp": frozenset({"date"}),
+    "uint8": frozenset(), "uint16": frozenset({"uint8"}), "uint32": frozenset({"uint8", "uint16"}),
+    "uint64": frozenset({"uint8", "uint16", "uint32"}), "json": frozenset({"varchar"}),
+}
+_INT_DIGITS = {"int8": 3, "int16": 5, "int32": 10, "int64": 19, "uint8": 3, "uint16": 5, "uint32": 10, "uint64": 20}
+# DuckDB type ids (DuckDBPyType.id) → DuckLake types (spec §8.1).
+_FROM_DUCKDB = {
+    "boolean": "boolean", "tinyint": "int8", "smallint": "int16", "integer": "int32", "bigint": "int64",
+    "utinyint": "uint8", "usmallint": "uint16", "uinteger": "uint32", "ubigint": "uint64", "hugeint": "int128",
+    "uhugeint": "uint128", "float": "float32", "double": "float64", "varchar": "varchar", "blob": "blob",
+    "date": "date", "time": "time", "timestamp": "timestamp", "timestamp with time zone": "timestamptz",
+    "timestamp_s": "timestamp_s", "timestamp_ms": "timestamp_ms", "timestamp_ns": "timestamp_ns",
+    "time with time zone": "timetz", "uuid": "uuid", "interval": "interval",
+}
+# Spark reader option names people already use, as DuckDB's `read_csv` parameters.
+_CSV_ALIASES = {"sep": "delim", "delimiter": "delim", "nullvalue": "nullstr", "dateformat": "dateformat",
+                "timestampformat": "timestampformat", "encoding": "encoding", "header": "header",
+                "quote": "quote", "escape": "escape", "comment": "comment"}
+
+
+class IngestError(UsageError):
+    """Input `write` cannot load exactly: empty, malformed, lossy, or not fitting the table (exit 1, bad input)."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class Ingest:
+    """The input as a DataFrame, with its DuckLake columns when DuckDB parsed it (None: take them from Spark)."""
+
+    df: DataFrame
+    columns: tuple[ColumnInfo, ...] | None
+    fmt: str
+    skipped: Any = field(default=None, repr=False)  # () -> int: rows `--on-error skip` dropped (an extra pass)
+
+
+# ----- types ---------------------------------------------------------------------------------------------------
+
+def duckdb_name(col: ColumnInfo) -> str:
+    """A column type as DuckDB spells it (`TIMESTAMP WITH TIME ZONE`, `DECIMAL(20,2)`), for messages."""
+    if col.type == "json":
+        return "JSON"
+    text = stored_type(col)
+    return text.replace("TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE")
+
+
+def parse_type(con: duckdb.DuckDBPyConnection, text: str, where: str) -> Any:
+    """A DuckDB type from its text (`DECIMAL(20,2)`, `STRUCT(a INT)`), checked by DuckDB itself."""
+    if ";" in text or "--" in text:
+        raise UsageError(f"{where}: {text!r} is not a type")
+    try:
+        return con.sql(f"SELECT CAST(NULL AS {text}) AS x").types[0]
+    except Exception as exc:  # duckdb.Error: an unknown or malformed type
+        raise UsageError(f"{where}: {text!r} is not a DuckDB type ({_one_line(str(exc))})") from exc
+
+
+def columns_from_duckdb(names: Sequence[str], types: Sequence[Any]) -> tuple[ColumnInfo, ...]:
+    """Columns of a new table from DuckDB types (DuckDBPyType); ids 1, 2, … in pre-order (spec §5.2)."""
+    counter = iter(range(1, 1 << 31))
+
+    def build(name: str, t: Any, parent: int | None, where: str) -> ColumnInfo:
+        cid = next(counter)
+        tid, text = str(t.id), str(t)
+        children: list[ColumnInfo] = []
+        if text == "JSON":
+            kind = "json"
+        elif tid == "decimal":
+            p, s = dict(t.children)["precision"], dict(t.children)["scale"]
+            kind = f"decimal({p},{s})"
+        elif tid == "struct":
+            kind = "struct"
+            children = [build(n, ct, cid, f"{where}.{n}") for n, ct in t.children]
+        elif tid == "list":
+            kind = "list"
+            children = [build("element", t.children[0][1], cid, f"{where}[]")]
+        elif tid == "map":
+            kind = "map"
+            kids = dict(t.children)
+            children = [build("key", kids["key"], cid, f"{where} key"), build("value", kids["value"], cid,
+                                                                               f"{where} value")]
+        elif tid in _FROM_DUCKDB:
+            kind = _FROM_DUCKDB[tid]
+        else:
+            raise IngestError(f"column {where} has DuckDB type {text}, which DuckLake cannot store",
+                             hint="give it another type with --schema")
+        return ColumnInfo(column_id=cid, name=name, type=kind, nulls_allowed=True, initial_default=None,
+                          default_value="NULL", default_value_type="literal", parent_column=parent,
+                          column_order=cid, begin_snapshot=0,
+                          children=tuple(children))
+
+    _refuse_duplicates(names)
+    return tuple(build(n, t, None, repr(n)) for n, t in zip(names, types, strict=True))
+
+
+def _refuse_duplicates(names: Sequence[str]) -> None:
+    lowered = [n.lower() for n in names]
+    dupes = sorted({n for n in lowered if lowered.count(n) > 1})
+    if dupes:
+        raise IngestError(f"the input has duplicate column names: {', '.join(dupes)}")
+
+
+def refuse_no_columns(columns: Sequence[ColumnInfo], what: str) -> None:
+    """A table without columns makes DuckDB refuse to attach the whole lake: never create one."""
+    if not columns:
+        raise IngestError(f"{what} has no columns; a DuckLake table needs at least one",
+                         hint="check the input; nothing was written")
+
+
+def parse_schema_option(text: str) -> list[tuple[str, str]]:
+    """`--schema "id BIGINT, \\"a.b\\" DECIMAL(20,2)"` as (column, DuckDB type text) pairs."""
+    items, depth, quoted, start = [], 0, False, 0
+    for i, ch in enumerate(text):
+        if ch == '"':
+            quoted = not quoted
+        elif not quoted and ch == "(":
+            depth += 1
+        elif not quoted and ch == ")":
+            depth -= 1
+        elif not quoted and depth == 0 and ch == ",":
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    out = []
+    for item in (x.strip() for x in items):
+        if not item:
+            continue
+        m = re.fullmatch(r'"((?:[^"]|"")+)"\s+(.+)|([^\s"]+)\s+(.+)', item, re.DOTALL)
+        if not m:
+            raise UsageError(f"--schema: {item!r} is not `column TYPE`")
+        name = m.group(1).replace('""', '"') if m.group(1) else m.group(3)
+        out.append((name, (m.group(2) or m.group(4)).strip()))
+    if not out:
+        raise UsageError("--schema is empty; expected \"column TYPE, …\"")
+    return out
+
+
+# ----- locating input files ----------------------------------------------------------------------------------
+
+def guess_format(path: str) -> str | None:
+    """The input format a file name implies (`.csv`, `.tsv`, `.json`, `.jsonl`, `.ndjson`, `.parquet`, `.orc`)."""
+    name = path.rstrip("/").rsplit("/", 1)[-1].lower()
+    for ext, fmt in ((".parquet", "parquet"), (".csv", "csv"), (".tsv", "csv"), (".txt", "csv"), (".json", "json"),
+                     (".jsonl", "json"), (".ndjson", "json"), (".orc", "orc")):
+        for comp in ("", ".gz", ".zst", ".bz2"):
+            if name.endswith(ext + comp):
+                return fmt
+    return None
+
+
+def _visible(name: str) -> bool:
+    base = name.rstrip("/").rsplit("/", 1)[-1]
+    return not base.startswith((".", "_"))
+
+
+def expand_paths(paths: Sequence[str], storage_options: Mapping[str, Any] | None = None) -> list[str]:
+    """Files named by paths, globs and directories (a directory's visible files, recursively), sorted per item."""
+    from ducklake_cli.storage.files import filesystem, split_protocol
+
+    out: list[str] = []
+    for p in paths:
+        proto, _ = split_protocol(p)
+        if proto == "file":
+            local = p[len("file://"):] if p.startswith("file://") else p
+            if os.path.isdir(local):
+                found = sorted(os.path.join(d, f) for d, subdirs, files in os.walk(local) for f in files
+                               if _visible(f) and all(_visible(s) for s in os.path.relpath(d, local).split(os.sep)
+                                                      if s != "."))
+            elif glob.has_magic(local):
+                found = sorted(f for f in glob.glob(local, recursive=True) if os.path.isfile(f))
+            else:
+                found = [local] if os.path.exists(local) else []
+            if not found:
+                raise IngestError(f"--from {p}: no such file or no files match")
+            out.extend(found)
+            continue
+        fs = filesystem(p, storage_options)
+        prefix = p.split("://", 1)[0] + "://"
+        if glob.has_magic(p):
+            found = sorted(prefix + f for f in fs.glob(p) if _visible(f))
+        elif fs.isdir(p):
+            found = sorted(prefix + f for f in fs.find(p) if _visible(f))
+        else:
+            found = [p] if fs.exists(p) else []
+        if not found:
+            raise IngestError(f"--from {p}: no such file or no files match")
+        out.extend(found)
+    return out
+
+
+def _is_blank(path: str, storage_options: Mapping[str, Any] | None) -> bool:
+    """Whether a file holds nothing but whitespace and a byte-order mark (no header, no rows)."""
+    from ducklake_cli.storage.files import filesystem
+
+    with filesystem(path, storage_options).open(path, "rb") as fh:
+        head = fh.read(4096)
+    return not head.replace(b"\xef\xbb\xbf", b"").strip()
+
+
+def spool_stdin(directory: str | None = None) -> str:
+    """Standard input copied to a temporary file (DuckDB sniffs by reading ahead, then re-reads)."""
+    fd, path = tempfile.mkstemp(prefix="ducklake-stdin-", dir=directory)
+    with os.fdopen(fd, "wb") as out:
+        shutil.copyfileobj(sys.stdin.buffer, out)
+    return path
+
+
+def _sniff_stdin_format(path: str) -> str:
+    with open(path, "rb") as fh:
+        head = fh.read(4096).replace(b"\xef\xbb\xbf", b"").lstrip()
+    return "json" if head[:1] in (b"{", b"[") else "csv"
+
+
+# ----- DuckDB readers ----------------------------------------------------------------------------------------
+
+def _lit(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{_lit(k)}: {_lit(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_lit(v) for v in value) + "]"
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def reader_sql(fmt: str, files: Sequence[str], params: Mapping[str, Any]) -> str:
+    """`read_csv(...)` / `read_json(...)` over files with named parameters."""
+    fn = "read_csv" if fmt == "csv" else "read_json"
+    args = [_lit(list(files)) if len(files) > 1 else _lit(files[0])]
+    args += [f"{k}={_lit(v)}" for k, v in params.items()]
+    return f"{fn}({', '.join(args)})"
+
+
+def _connect(storage_options: Mapping[str, Any] | None, files: Sequence[str]) -> duckdb.DuckDBPyConnection:
+    import duckdb
+
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    con.execute("SET TimeZone = 'UTC'")  # timestamps without a zone read into TIMESTAMPTZ as UTC, on every node
+    protocols = {f.split("://", 1)[0].lower() for f in files if "://" in f}
+    for proto in protocols - {"file"}:
+        from ducklake_cli.storage.files import filesystem
+
+        con.register_filesystem(filesystem(f"{proto}://x", storage_options))
+    return con
+
+
+def csv_error(exc: Exception, path: str) -> str:
+    """DuckDB's CSV/JSON error as one line naming the file and the line."""
+    text = str(exc)
+    m = re.search(r"CSV Error on Line: (\d+)", text)
+    json_m = re.search(r"in line (\d+)", text)
+    reason = next((ln.strip() for ln in text.splitlines()
+                   if re.match(r"\s*(Expected Number of Columns|Value with unterminated quote|Error when converting|"
+                               r"Invalid unicode|Maximum line size|Could not convert|Unterminated quote)", ln)),
+                  None)
+    if m:
+        return f"{path} line {m.group(1)}: {reason or _one_line(text.split(chr(10))[0])}"
+    if json_m:
+        return f"{path} line {json_m.group(1)}: {_one_line(text.split(':', 1)[-1])}"
+    return f"{path}: {_one_line(text.splitlines()[0] if text else type(exc).__name__)}"
+
+
+def _csv_params(options: Mapping[str, str], on_error: str) -> dict[str, Any]:
+    """read_csv parameters: RFC 4180 quoting unless the user says otherwise, their options, error handling."""
+    params: dict[str, Any] = {"quote": '"', "escape": '"'}
+    for key, value in options.items():
+        name = _CSV_ALIASES.get(key.lower(), key.lower())
+        params[name] = _option_value(value)
+    if on_error == "skip":
+        params["ignore_errors"] = True
+    return params
+
+
+def _json_params(options: Mapping[str, str], on_error: str) -> dict[str, Any]:
+    params: dict[str, Any] = {k.lower(): _option_value(v) for k, v in options.items()}
+    if on_error == "skip":
+        raise UsageError("--on-error skip applies to CSV input; DuckDB's JSON reader turns bad records into "
+                         "NULL rows instead of skipping them")
+    return params
+
+
+def _option_value(value: str) -> Any:
+    low = value.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if re.fullmatch(r"-?\d+", low):
+        return int(low)
+    return value
+
+
+def _first_record(path: str, delim: str, storage_options: Mapping[str, Any] | None) -> list[str]:
+    import csv
+    import io
+
+    from ducklake_cli.storage.files import filesystem
+
+    with filesystem(path, storage_options).open(path, "rb") as fh:
+        head = fh.read(1 << 16).decode("utf-8-sig", errors="replace")
+    return next(csv.reader(io.StringIO(head), delimiter=delim), [])
+
+
+def _locate_csv_error(con: duckdb.DuckDBPyConnection, files: Sequence[str], params: Mapping[str, Any],
+                      storage_options: Mapping[str, Any] | None) -> str | None:
+    """When DuckDB's sniffer gives up (or falls back to one column) because rows are malformed, parse strictly
+    as RFC 4180 with the header's columns to find the first bad line."""
+    delim = str(params.get("delim", ","))
+    for path in files:
+        header = _first_record(path, delim, storage_options)
+        if not header:
+            continue
+        strict = {k: v for k, v in params.items() if k not in ("types", "all_varchar", "auto_detect")}
+        strict.update(delim=delim, header=True, auto_detect=False,
+                      columns={n or f"column{i}": "VARCHAR" for i, n in enumerate(header)})
+        try:
+            con.sql(f"SELECT * FROM {reader_sql('csv', [path], strict)}").fetchall()
+        except Exception as exc:  # duckdb.Error: the bad line
+            return csv_error(exc, path)
+    return None
+
+
+def _degenerate(con: duckdb.DuckDBPyConnection, path: str, params: Mapping[str, Any]) -> bool:
+    """DuckDB's sniffer read a comma file as one column: the sign of rows with too few or too many fields."""
+    if "delim" in params:
+        return False
+    sniff_params = {k: v for k, v in params.items() if k in ("quote", "escape", "encoding", "skip", "comment")}
+    row = con.sql(f"SELECT Delimiter, Columns FROM sniff_csv({_lit(path)}"
+                  + "".join(f", {k}={_lit(v)}" for k, v in sniff_params.items()) + ")").fetchone()
+    return bool(row and len(row[1]) == 1 and "," in row[1][0]["name"])
+
+
+def sniff(con: duckdb.DuckDBPyConnection, fmt: str, files: Sequence[str], params: dict[str, Any],
+          storage_options: Mapping[str, Any] | None) -> tuple[list[str], list[Any], dict[str, Any]]:
+    """Column names and DuckDB types of all files together (`union_by_name`), and the parameters to read with."""
+    if len(files) > 1:
+        params = {**params, "union_by_name": True}
+    if fmt == "csv":
+        try:
+            if any(_degenerate(con, f, params) for f in files):
+                if params.get("ignore_errors"):
+                    params = {**params, "delim": ","}
+                else:
+                    raise _Malformed()
+            rel = con.sql(f"SELECT * FROM {reader_sql(fmt, files, params)}")
+            return list(rel.columns), list(rel.types), params
+        except Exception as exc:
+            located = _locate_csv_error(con, files, params, storage_options)
+            if located:
+                raise IngestError(located, hint="fix the file, or pass --on-error skip to skip bad rows") from exc
+            if isinstance(exc, _Malformed):
+                raise IngestError(f"{files[0]}: DuckDB cannot tell the CSV delimiter",
+                                 hint="pass --option delim=','") from exc
+            raise IngestError(csv_error(exc, files[0] if len(files) == 1 else "the input")) from exc
+    try:
+        rel = con.sql(f"SELECT * FROM {reader_sql(fmt, files, params)}")
+        return list(rel.columns), list(rel.types), params
+    except Exception as exc:  # duckdb.Error
+        raise IngestError(csv_error(exc, files[0] if len(files) == 1 else "the input")) from exc
+
+
+class _Malformed(Exception):
+    pass
+
+
+# ----- reading one file on an executor ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FileRead:
+    """How an executor parses each file: format, reader parameters, the union columns and their types."""
+
+    fmt: str
+    params: dict[str, Any]
+    names: tuple[str, ...]
+    parse_types: tuple[str, ...]  # DuckDB type text each column is parsed as
+    out_types: tuple[str, ...]  # DuckDB type text whose Arrow form Spark accepts
+    storage_options: dict[str, Any]
+    exact: tuple[bool, ...] = ()  # CSV columns sniffed as DOUBLE: refuse text with digits a double drops
+    batch_rows: int = 65_536
+
+
+def _file_relation(con: duckdb.DuckDBPyConnection, spec: FileRead, path: str,
+                   checked: bool = True) -> duckdb.DuckDBPyRelation:
+    by_lower = {n.lower(): i for i, n in enumerate(spec.names)}
+    if spec.fmt == "json":
+        cols = dict(zip(spec.names, spec.parse_types, strict=True))
+        params = {k: v for k, v in spec.params.items() if k != "union_by_name"}
+        params["columns"] = cols
+        present = set(spec.names)
+    else:
+        params = {k: v for k, v in spec.params.items() if k not in ("union_by_name", "types")}
+        header = con.sql(f"SELECT * FROM {reader_sql('csv', [path], params)}").columns
+        unknown = [h for h in header if h.lower() not in by_lower]
+        if unknown:
+            raise ValueError(f"{path}: column {unknown[0]!r} appears beyond what the sniffer sampled")
+        present = set(header)
+        params["types"] = {h: "VARCHAR" if checked and _exact(spec, by_lower[h.lower()])
+                           else spec.parse_types[by_lower[h.lower()]] for h in header}
+    source = reader_sql(spec.fmt, [path], params)
+    actual = {n.lower(): n for n in present}
+    exprs, raws = [], []
+    for i, (name, out) in enumerate(zip(spec.names, spec.out_types, strict=True)):
+        src = actual.get(name.lower())
+        ref = _ident(src) if src else "NULL"
+        if src and checked and _exact(spec, i):
+            # Text a double cannot hold exactly (or cannot parse) travels along for the check in `read_file`.
+            digits = f"regexp_replace(regexp_replace(split_part(lower({ref}), 'e', 1), '[^0-9]', '', 'g'), " \
+                     "'^0+|0+$', '', 'g')"
+            exprs.append(f"TRY_CAST({ref} AS DOUBLE) AS {_ident(name)}")
+            raws.append(f"CASE WHEN {ref} IS NOT NULL AND (TRY_CAST({ref} AS DOUBLE) IS NULL OR length({digits}) > 15)"
+                        f" THEN {ref} END AS {_ident(f'__raw_{i}')}")
+        else:
+            exprs.append(f"CAST({ref} AS {out}) AS {_ident(name)}")
+    return con.sql(f"SELECT {', '.join(exprs + raws)} FROM {source}")
+
+
+def _exact(spec: FileRead, i: int) -> bool:
+    return bool(spec.exact) and spec.exact[i]
+
+
+def _check_exact(batch: pa.RecordBatch, spec: FileRead, path: str, first_row: int) -> None:
+    """Refuse a CSV value whose digits a DOUBLE cannot keep (DuckDB would round it silently)."""
+    from decimal import Decimal, InvalidOperation
+
+    for i in range(len(spec.names)):
+        k = batch.schema.get_field_index(f"__raw_{i}")
+        if k < 0:
+            continue
+        raw = batch.column(k)
+        if raw.null_count == len(raw):
+            continue
+        parsed = batch.column(i).to_pylist()
+        for row, text in enumerate(raw.to_pylist()):
+            if text is None:
+                continue
+            value = parsed[row]
+            if value is None:
+                raise _Reparse()
+            try:
+                lossy = Decimal(text.strip()) != Decimal(repr(value))
+            except (InvalidOperation, ValueError):
+                lossy = False
+            if lossy:
+                raise ValueError(f"{_MARK}{path} data row {first_row + row + 1}: column {spec.names[i]!r} holds "
+                                 f"{text.strip()}, which has more digits than DuckDB's DOUBLE keeps "
+                                 f"(--schema '{spec.names[i]} DECIMAL(p,s)' keeps them; '{spec.names[i]} DOUBLE' "
+                                 "rounds)")
+
+
+class _Reparse(Exception):
+    """A value the sniffed type cannot parse: read the file again with it, for DuckDB's own error and line."""
+
+
+def read_file(path: str, spec: FileRead, target: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """One file's rows, parsed by DuckDB with the fixed schema, as Arrow batches in Spark's layout."""
+    import pyarrow as pa
+
+    con = _connect(spec.storage_options, [path])
+    rows = 0
+    try:
+        reader = _file_relation(con, spec, path).fetch_record_batch(spec.batch_rows)
+        for batch in reader:
+            if batch.num_rows:
+                if any(spec.exact):
+                    _check_exact(batch, spec, path, rows)
+                rows += batch.num_rows
+                arrays = [batch.column(i).cast(target.field(i).type) for i in range(len(target))]
+                yield pa.RecordBatch.from_arrays(arrays, schema=target)
+    except _Reparse:
+        try:
+            _file_relation(con, spec, path, checked=False).fetchall()
+        except Exception as exc:
+            raise ValueError(_MARK + csv_error(exc, path)) from None
+        raise ValueError(f"{_MARK}{path}: a value does not parse as DOUBLE") from None
+    except Exception as exc:
+        if _MARK in str(exc):
+            raise
+        raise ValueError(_MARK + csv_error(exc, path)) from None
+    finally:
+        con.close()
+
+
+def read_files(batches: Iterator[pa.RecordBatch], spec: FileRead, target: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: parse every file named in the `path` column."""
+    for b in batches:
+        for path in b.column(0).to_pylist():
+            yield from read_file(path, spec, target)
+
+
+def count_rejects(batches: Iterator[pa.RecordBatch], spec: FileRead) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body for `--on-error skip`: how many rows of each file DuckDB's reader rejects."""
+    import pyarrow as pa
+
+    total = 0
+    for b in batches:
+        for path in b.column(0).to_pylist():
+            con = _connect(spec.storage_options, [path])
+            try:
+                params = {k: v for k, v in spec.params.items() if k not in ("union_by_name", "ignore_errors")}
+                params["store_rejects"] = True
+                params["types"] = {}
+                rel = _file_relation(con, FileRead(spec.fmt, params, spec.names, spec.parse_types, spec.out_types,
+                                                   spec.storage_options), path, checked=False)
+                rel.aggregate("count(*)").fetchall()
+                row = con.sql("SELECT count(DISTINCT (file_id, line)) FROM reject_errors").fetchone()
+                total += int(row[0]) if row else 0
+            finally:
+                con.close()
+    yield pa.RecordBatch.from_arrays([pa.array([total], pa.int64())], ["n"])
+
+
+def ingest_errors_text(exc: BaseException) -> str | None:
+    """The one-line message an executor's ingest error carries, if `exc` (or its text) holds one."""
+    java = getattr(exc, "java_exception", None)
+    text = str(java.toString()) if java is not None else str(exc)
+    i = text.find(_MARK)
+    if i < 0:
+        return None
+    return text[i + len(_MARK):].splitlines()[0].strip()
+
+
+@contextlib.contextmanager
+def ingest_errors() -> Iterator[None]:
+    """An input file's parse error raised on an executor, as one-line `UsageError` naming the file and line."""
+    try:
+        yield
+    except DuckLakeError:
+        raise
+    except Exception as exc:  # Spark's wrapper of an executor's exception
+        text = ingest_errors_text(exc)
+        if text is None:
+            raise
+        exact = "DOUBLE keeps" in text
+        raise IngestError(text, hint="give the column an exact type with --schema" if exact
+                         else "fix the file, or pass --on-error skip to skip malformed CSV rows") from None
+
+
+# ----- the driver side ---------------------------------------------------------------------------------------
+
+def read_input(
+    spark: SparkSession,
+    paths: Sequence[str],
+    fmt: str | None,
+    options: Mapping[str, str],
+    *,
+    table: Sequence[ColumnInfo] | None = None,
+    schema: str | None = None,
+    on_error: str = "fail",
+    storage_options: Mapping[str, Any] | None = None,
+) -> Ingest:
+    """Files, globs, directories or `-` (standard input) as a DataFrame. `table`: the existing table's columns
+    (CSV/JSON text is parsed straight into their types); `schema`: `--schema` types for a new table."""
+    if on_error not in ON_ERROR:
+        raise UsageError(f"--on-error must be fail or skip, not {on_error!r}")
+    if fmt and fmt not in INPUT_FORMATS:
+        raise UsageError(f"--input-format must be parquet, csv, json or orc, not {fmt!r}")
+    if STDIN in paths:
+        if len(paths) > 1:
+            raise UsageError("--from - (standard input) cannot be combined with other inputs")
+        spooled = spool_stdin()
+        try:
+            return _read_duckdb(spark, [spooled], fmt or _sniff_stdin_format(spooled), options, table=table,
+                                schema=schema, on_error=on_error, storage_options=None, on_driver=True,
+                                label="standard input")
+        finally:
+            os.unlink(spooled)
+    files = expand_paths(paths, storage_options)
+    fmt = fmt or next((f for f in map(guess_format, files) if f), None) or "parquet"
+    if fmt in ("csv", "json"):
+        return _read_duckdb(spark, files, fmt, options, table=table, schema=schema, on_error=on_error,
+                            storage_options=storage_options, on_driver=False, label=None)
+    if schema:
+        raise UsageError("--schema applies to CSV and JSON input; Parquet and ORC files carry their own types")
+    if on_error != "fail":
+        raise UsageError("--on-error skip applies to CSV input")
+    df = spark.read.format(fmt).options(**dict(options)).load(list(paths))
+    return Ingest(df, None, fmt)
+
+
+def _read_duckdb(spark: SparkSession, files: list[str], fmt: str, options: Mapping[str, str], *,
+                 table: Sequence[ColumnInfo] | None, schema: str | None, on_error: str,
+                 storage_options: Mapping[str, Any] | None, on_driver: bool, label: str | None) -> Ingest:
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructField, StructType
+
+    from ducklake_cli.engine.types import spark_type
+
+    nonblank = [f for f in files if not _is_blank(f, storage_options)]
+    if not nonblank:
+        what = label or (files[0] if len(files) == 1 else f"all {len(files)} input files")
+        raise IngestError(f"{what} is empty: no header and no rows, so no columns to write",
+                         hint="nothing was written")
+    if schema and table is not None:
+        raise UsageError("--schema applies when the table is created; the table exists",
+                         hint="appends parse the input into the table's own column types")
+    params = _csv_params(options, on_error) if fmt == "csv" else _json_params(options, on_error)
+    con = _connect(storage_options, nonblank)
+    try:
+        names, types, params = sniff(con, fmt, nonblank, params, storage_options)
+        overrides = _overrides(con, names, table, schema)
+        types = [overrides.get(n.lower(), t) for n, t in zip(names, types, strict=True)]
+        columns = columns_from_duckdb(names, types)
+        refuse_no_columns(columns, label or "the input")
+    finally:
+        con.close()
+    parse = tuple(str(t) for t in types)
+    out = tuple(spark_compatible_type(c) for c in columns)
+    spark_schema = StructType([StructField(c.name, spark_type(c), True) for c in columns])
+    exact = tuple(fmt == "csv" and n.lower() not in overrides and str(t) == "DOUBLE" for n, t in zip(names, types,
+                                                                                                   strict=True))
+    read_spec = FileRead(fmt, params, tuple(names), parse, out, dict(storage_options or {}), exact)
+    target = to_arrow_schema(spark_schema, timezone="UTC")
+    if on_driver:
+        import pyarrow as pa
+
+        batches = [b for f in nonblank for b in read_file(f, read_spec, target)]
+        data = pa.Table.from_batches(batches, schema=target)
+        rejects = _count_on_driver(nonblank, read_spec) if on_error == "skip" else 0
+        return Ingest(spark.createDataFrame(data.to_pandas(), schema=spark_schema) if data.num_rows
+                      else spark.createDataFrame([], spark_schema), columns, fmt, skipped=lambda: rejects)
+    paths_df = spark.createDataFrame([(f,) for f in nonblank], "path string").repartition(len(nonblank))
+    df = paths_df.mapInArrow(functools.partial(read_files, spec=read_spec, target=target), spark_schema)
+
+    def skipped() -> int:
+        counted = paths_df.mapInArrow(functools.partial(count_rejects, spec=read_spec), "n long").collect()
+        return sum(int(r[0]) for r in counted)
+
+    return Ingest(df, columns, fmt, skipped=skipped if on_error == "skip" else None)
+
+
+def _count_on_driver(files: Sequence[str], spec: FileRead) -> int:
+    import pyarrow as pa
+
+    batch = pa.RecordBatch.from_arrays([pa.array(list(files), pa.string())], ["path"])
+    return sum(int(b.column(0)[0].as_py()) for b in count_rejects(iter([batch]), spec))
+
+
+def _overrides(con: duckdb.DuckDBPyConnection, names: Sequence[str], table: Sequence[ColumnInfo] | None,
+               schema: str | None) -> dict[str, Any]:
+    """Types to parse columns as instead of the sniffed ones: the existing table's, or `--schema`'s."""
+    lowered = {n.lower() for n in names}
+    out: dict[str, Any] = {}
+    if table is not None:
+        for c in table:
+            if c.name.lower() in lowered:
+                out[c.name.lower()] = parse_type(con, stored_type(c) if c.type != "json" else "JSON",
+                                                 f"column {c.name!r}")
+        return out
+    for name, text in parse_schema_option(schema) if schema is not None else []:
+        if name.lower() not in lowered:
+            raise UsageError(f"--schema names column {name!r}, which the input does not have",
+                             hint="columns: " + ", ".join(names))
+        out[name.lower()] = parse_type(con, text, f"--schema {name}")
+    return out
+
+
+# ----- conforming input to a table ---------------------------------------------------------------------------
+
+def input_type_name(dtype: DataType) -> str:
+    """A Spark input type as DuckDB names the type it becomes (`TIMESTAMP`, `TIMESTAMP WITH TIME ZONE`)."""
+    from ducklake_cli.engine.writer import columns_from_spark
+
+    try:
+        return duckdb_name(columns_from_spark(_one_field(dtype))[0])
+    except UsageError:
+        return dtype.simpleString()
+
+
+def _one_field(dtype: DataType) -> Any:
+    from pyspark.sql.types import StructField, StructType
+
+    return StructType([StructField("x", dtype, True)])
+
+
+def accepts(table: ColumnInfo, given: DataType, where: str) -> bool:
+    """Whether every value of a Spark input type fits the table's column type exactly."""
+    from pyspark.sql import types as T
+
+    from ducklake_cli.engine.writer import ducklake_type
+
+    have = ducklake_type(given, where)
+    if table.type == "struct":
+        if not isinstance(given, T.StructType) or len(given.fields) != len(table.children):
+            return False
+        return all(f.name.lower() == c.name.lower() and accepts(c, f.dataType, f"{where}.{f.name}")
+                   for f, c in zip(given.fields, table.children, strict=True))
+    if table.type == "list":
+        return isinstance(given, T.ArrayType) and accepts(table.children[0], given.elementType, where)
+    if table.type == "map":
+        return (isinstance(given, T.MapType) and accepts(table.children[0], given.keyType, where)
+                and accepts(table.children[1], given.valueType, where))
+    if have == table.type or have in _ACCEPTS.get(table.type, ()):
+        return True
+    m_to, m_from = _DECIMAL.fullmatch(table.type), _DECIMAL.fullmatch(have)
+    if m_to and (m_from or have in _INT_DIGITS):
+        p2, s2 = int(m_to.group(1)), int(m_to.group(2))
+        p1, s1 = (int(m_from.group(1)), int(m_from.group(2))) if m_from else (_INT_DIGITS[have], 0)
+        return s2 >= s1 and p2 - s2 >= p1 - s1
+    return table.type == "uint64" and have == "decimal(20,0)"
+
+
+def conform(df: DataFrame, columns: Sequence[ColumnInfo], *, ignore_extra: bool) -> DataFrame:
+    """Select the table's columns from `df` by name (case-insensitive), cast where no value can change, NULL for
+    missing nullable columns; refuse other types (naming both), missing NOT NULL columns and extra columns.
+    Output columns are named `_c0`, `_c1`, … in table order: Spark's `mapInArrow` mis-resolves dotted names."""
+    from pyspark.sql import functions as F
+
+    from ducklake_cli.engine.types import spark_type
+
+    by_name = {f.name.lower(): f for f in df.schema.fields}
+    wanted = {c.name.lower() for c in columns}
+    extra = [f.name for f in df.schema.fields if f.name.lower() not in wanted]
+    if extra and not ignore_extra:
+        raise IngestError(f"the input has columns the table does not: {', '.join(extra)}",
+                         hint="pass --ignore-extra-columns to drop them")
+    exprs = []
+    for i, c in enumerate(columns):
+        f = by_name.get(c.name.lower())
+        target = spark_type(c)
+        if f is None:
+            if not c.nulls_allowed:
+                raise IngestError(f"the input lacks column {c.name!r}, which is NOT NULL")
+            exprs.append(F.lit(None).cast(target).alias(f"_c{i}"))
+            continue
+        if f.dataType != target and not accepts(c, f.dataType, repr(c.name)):
+            raise IngestError(f"column {c.name!r} is {duckdb_name(c)} in the table but {input_type_name(f.dataType)} "
+                             "in the input; converting could change values",
+                             hint="cast it in --query, or write to a new table")
+        exprs.append(F.col(_spark_ref(f.name)).cast(target).alias(f"_c{i}"))
+    return df.select(*exprs)
+
+
+def _spark_ref(name: str) -> str:
+    """A column reference Spark reads literally (dots, spaces, backticks)."""
+    return "`" + name.replace("`", "``") + "`"
