@@ -1,41 +1,40 @@
-"""Load sample rows into a lake with DuckDB's ducklake extension (offline wheels), for the quickstart."""
+"""Write the quickstart's sample input files (Parquet, with pyarrow): what `ducklake write` then loads."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import tempfile
+import datetime as dt
+from decimal import Decimal
 from pathlib import Path
 
-import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("started", pa.timestamp("us", tz="UTC")),
+                    ("fare", pa.decimal128(8, 2))])
 
 
-def _extension_file(name: str) -> Path:
-    pkg = importlib.import_module(f"duckdb_extension_{name}")
-    return Path(next(iter(pkg.__path__))) / "extensions" / f"v{duckdb.__version__}" / f"{name}.duckdb_extension"
+def trips(ids: list[int], cities: list[str], first: dt.datetime) -> pa.Table:
+    """Rows `id`, `city`, `started` (one a minute from `first`), `fare`."""
+    return pa.table({
+        "id": ids,
+        "city": cities,
+        "started": [first + dt.timedelta(minutes=i) for i in ids],
+        "fare": [Decimal(5 + i % 40).quantize(Decimal("0.01")) for i in ids],
+    }, schema=SCHEMA)
 
 
 def main() -> None:
-    """Create `main.trips` with 10,000 rows over a few snapshots, one delete and one small (inlined) insert."""
+    """`trips.parquet`: 9,900 trips in three cities; `late.parquet`: one more (few enough to be inlined)."""
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("catalog")
+    parser.add_argument("directory", type=Path)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as ext_dir:
-        con = duckdb.connect(config={"extension_directory": ext_dir, "autoinstall_known_extensions": False})
-        for name in ("ducklake", "sqlite"):
-            con.execute(f"INSTALL '{_extension_file(name)}'")
-            con.execute(f"LOAD {name}")
-        con.execute(f"ATTACH 'ducklake:sqlite:{args.catalog}' AS lake")  # the data path is stored in the catalog
-        con.execute("CREATE TABLE lake.trips (id BIGINT, city VARCHAR, started TIMESTAMPTZ, fare DECIMAL(8,2))")
-        con.execute(
-            "INSERT INTO lake.trips SELECT i, ['Amsterdam','Berlin','Lisbon'][1 + i % 3], "
-            "TIMESTAMPTZ '2026-01-01 00:00:00+00' + INTERVAL (i) MINUTE, (5 + i % 40)::DECIMAL(8,2) "
-            "FROM range(10000) t(i)"
-        )
-        con.execute("DELETE FROM lake.trips WHERE id % 100 = 0")
-        con.execute("INSERT INTO lake.trips VALUES (10000, 'Porto', TIMESTAMPTZ '2026-02-01 08:00:00+00', 12.50)")
-        con.execute("DETACH lake")
-        con.close()
+    args.directory.mkdir(parents=True, exist_ok=True)
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    ids = [i for i in range(10000) if i % 100]
+    pq.write_table(trips(ids, [("Amsterdam", "Berlin", "Lisbon")[i % 3] for i in ids], start),
+                   args.directory / "trips.parquet")
+    pq.write_table(trips([10000], ["Porto"], start), args.directory / "late.parquet")
 
 
 if __name__ == "__main__":

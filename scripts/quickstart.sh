@@ -14,11 +14,13 @@ fi
 demo=demo
 rm -rf "$demo" && mkdir -p "$demo"
 .venv/bin/ducklake create-catalog "$demo/lake.sqlite" --data-path "$demo/data"
-# Until `ducklake write` lands, DuckDB's own ducklake extension (installed offline from PyPI wheels) loads
-# sample rows, which also shows the two tools sharing one lake.
-.venv/bin/python scripts/demo_data.py "$demo/lake.sqlite"
+# Sample rows (Parquet files) loaded with `ducklake write` on Spark (embedded local[*]; each command pays ~10 s of
+# JVM start): one snapshot of 9,900 rows, then one row small enough to be inlined in the catalog.
+.venv/bin/python scripts/demo_data.py "$demo/input"
+.venv/bin/ducklake write "$demo/lake.sqlite" trips --from "$demo/input/trips.parquet" --mode create -m "demo trips"
+.venv/bin/ducklake write "$demo/lake.sqlite" trips --from "$demo/input/late.parquet" -m "one late trip"
 .venv/bin/ducklake inspect "$demo/lake.sqlite"
 .venv/bin/ducklake inspect "$demo/lake.sqlite" main.trips
-# A real query on Spark (embedded local[*]; the first one pays ~10 s of JVM start).
+# A real query on Spark.
 .venv/bin/ducklake query "$demo/lake.sqlite" \
   "SELECT city, count(*) AS trips, round(avg(fare), 2) AS avg_fare FROM trips GROUP BY city ORDER BY city"
