@@ -15,7 +15,7 @@ spark_app = typer.Typer(
     no_args_is_help=True,
 )
 
-ProfileOpt = Annotated[str | None, typer.Option("--profile", help="Take `[spark]` settings (e.g. spark.jars) and "
+ProfileOpt = Annotated[str | None, typer.Option("--profile", help="Take `\\[spark]` settings (e.g. spark.jars) and "
                                                                   "`master` from this ducklake.toml profile.",
                                                 show_default=False)]
 
@@ -45,7 +45,7 @@ def start(
 
       ducklake spark start --port 15010 --conf spark.driver.memory=8g
 
-      ducklake spark start --profile prod     # the profile's [spark] table, e.g. spark.jars for S3
+      ducklake spark start --profile prod     # the profile's \\[spark] table, e.g. spark.jars for S3
     """
     from ducklake_cli.config import server_settings
     from ducklake_cli.ops.spark_server import start_server

@@ -298,3 +298,33 @@ def test_bad_input_on_postgres(pg_url: str, tmp_path: Path, capsys: pytest.Captu
         assert con.execute("SELECT count(*) FROM lake.t").fetchone() == (30,)
     finally:
         con.close()
+
+
+def test_every_help_text_keeps_its_brackets(capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rich markup must not eat `[spark]`-like words: each bracketed word of a command's help shows in --help."""
+    import re
+
+    import typer
+
+    from ducklake_cli.cli.app import app
+
+    monkeypatch.setenv("COLUMNS", "250")
+
+    def walk(command: object, path: list[str]) -> Iterator[tuple[list[str], object]]:
+        yield path, command
+        for name, sub in (getattr(command, "commands", None) or {}).items():
+            yield from walk(sub, [*path, name])
+
+    checked = 0
+    for path, command in walk(typer.main.get_command(app), []):
+        texts = [getattr(command, "help", None) or ""]
+        texts += [getattr(p, "help", None) or "" for p in getattr(command, "params", [])]
+        words = {w.replace("\\", "") for w in re.findall(r"\[[^\]\s]+\]", " ".join(texts))}
+        with contextlib.suppress(SystemExit):
+            main([*path, "--help"])
+        shown = capsys.readouterr().out.replace("│", " ")
+        for word in words:
+            assert word in shown, (path, word)
+            checked += 1
+    assert checked >= 1
