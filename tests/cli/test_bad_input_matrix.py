@@ -328,3 +328,33 @@ def test_every_help_text_keeps_its_brackets(capsys: pytest.CaptureFixture[str],
             assert word in shown, (path, word)
             checked += 1
     assert checked >= 1
+
+
+@contextlib.contextmanager
+def full_disk(path: Path) -> Iterator[None]:
+    """A tiny tmpfs at `path`, filled up (needs root and mount rights; skipped otherwise)."""
+    path.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(path)], capture_output=True,
+                             check=False).returncode == 0
+    if not mounted:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        with contextlib.suppress(OSError), open(path / "filler", "wb") as f:
+            while True:
+                f.write(b"\0" * 4096)
+                f.flush()
+        yield
+    finally:
+        subprocess.run(["umount", str(path)], check=True)
+
+
+def test_full_data_dir(world: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A data directory on a full device: one line naming it, exit 1, before Spark starts; nothing changed."""
+    full = tmp_path / "full"
+    with full_disk(full):
+        case = C("write-full-disk", "write", "{cat}", "t", "--from", "{dir}/good.csv", "--data-path", str(full),
+                 code=1, needle="no space left")
+        running = _jvm_running()
+        _run(world, case, capsys, monkeypatch)
+        assert running or not _jvm_running()

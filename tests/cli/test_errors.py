@@ -230,3 +230,36 @@ def test_spark_errors_in_plain_words() -> None:
     assert isinstance(full, StorageError) and "no space left" in full.message
     ro = translate_spark_error(RuntimeError("java.nio.file.FileSystemException: /d/x.parquet: Read-only file system"))
     assert isinstance(ro, StorageError) and "read-only" in ro.message
+
+
+def test_write_shows_the_live_progress_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`write` wraps its work in the same display as `query`; without a session it waits for the JVM that the
+    block starts and then shows the same stage line."""
+    import io
+    import sys
+    import time
+    from types import SimpleNamespace
+
+    from ducklake_cli.cli import write as write_cli
+    from ducklake_cli.engine import progress
+
+    assert "spark_progress()" in Path(write_cli.__file__).read_text()
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stage = SimpleNamespace(stageId=3, numCompletedTasks=1, numTasks=4, numActiveTasks=2)
+    tracker = SimpleNamespace(getActiveStageIds=lambda: [3], getStageInfo=lambda sid: stage)
+    context = SimpleNamespace(statusTracker=lambda: tracker, _jsc=object())
+    started: list[object] = []
+    monkeypatch.setattr(progress, "_active_context", lambda: started[0] if started else None)
+    monkeypatch.setattr(progress, "POLL_SECONDS", 0.02)
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    with progress.spark_progress():
+        time.sleep(0.2)
+        assert term.getvalue() == ""  # no JVM yet: nothing shown
+        started.append(context)
+        time.sleep(0.5)
+    assert "Spark stage 3: 1/4 tasks done, 2 running" in term.getvalue()
