@@ -423,7 +423,8 @@ def duck_leaf_stats(spec: FileSpec, column_stats: dict[str, dict[str, str]]) -> 
         st = column_stats.get(key)
         if st is None:  # a variant: its stats sit on the `metadata` part (always present)
             st = column_stats.get(key + '."metadata"', {})
-        nulls, values = int(st.get("null_count", 0)), int(st.get("num_values", 0))
+        nulls = int(st.get("null_count", 0))
+        values = int(st.get("num_values", 0)) - nulls  # DuckLake's value_count leaves NULLs out
         bounded = leaf.type not in NO_BOUNDS and leaf.type != "variant"
         out.append(LeafStats(leaf.column_id, values, nulls, st.get("min") if bounded else None,
                              st.get("max") if bounded else None,
