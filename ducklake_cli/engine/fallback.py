@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from ducklake_cli.catalog.models import ColumnInfo
+    from ducklake_cli.engine.plan import MappedField
 
 SOURCE_NAME = "ducklake_fallback"
 FILE_COLUMN = "__file"
@@ -78,9 +79,17 @@ def column_name(col: ColumnInfo) -> str:
     return f"c{col.column_id}"
 
 
-def column_spec(col: ColumnInfo) -> dict[str, Any]:
-    """The JSON-able description of a column the executors work from (id, DuckLake type, children)."""
-    return {"id": col.column_id, "type": col.type, "children": [column_spec(c) for c in col.children]}
+def column_spec(col: ColumnInfo, mapped: MappedField | None | bool = False) -> dict[str, Any]:
+    """The JSON-able description of a column the executors work from (id, DuckLake type, children).
+
+    `mapped` is the column's name-mapping entry for files without field ids (None: the file lacks it), which
+    adds the file's field `name` at every level; False (the default) matches by field id."""
+    if mapped is False:
+        return {"id": col.column_id, "type": col.type, "children": [column_spec(c) for c in col.children]}
+    node = None if isinstance(mapped, bool) else mapped
+    kids = node.children if node is not None else {}
+    return {"id": col.column_id, "type": col.type, "name": node.name if node is not None else None,
+            "children": [column_spec(c, kids.get(c.column_id)) for c in col.children]}
 
 
 def output_schema(columns: Sequence[ColumnInfo], *, include_internal: bool = True) -> StructType:
@@ -104,8 +113,12 @@ def read_files(
     *,
     include_internal: bool = True,
     storage_options: Mapping[str, Any] | None = None,
+    mapping: Mapping[int, MappedField] | None = None,
 ) -> DataFrame:
     """Read Parquet data files with pyarrow on the executors (one partition per file).
+
+    With `mapping` (files registered by name, without field ids: target column id → file field), columns are
+    matched by the mapped names at every level instead of by field id; unmapped columns read as NULL.
 
     `files` holds (path to read — a local path or an fsspec URI such as `s3://b/k` —, key emitted in `__file`).
     `storage_options` go to fsspec for non-local paths (they travel in the plan's options: pass no secrets
@@ -117,7 +130,8 @@ def read_files(
     _register(spark)
     options = {
         "files": json.dumps([[str(p), str(k)] for p, k in files]),
-        "columns": json.dumps([column_spec(c) for c in columns]),
+        "columns": json.dumps([column_spec(c) if mapping is None else column_spec(c, mapping.get(c.column_id))
+                               for c in columns]),
         "include_internal": "true" if include_internal else "false",
         "storage_options": json.dumps(dict(storage_options or {})),
     }
@@ -188,11 +202,13 @@ def read_file_batches(
     with _open(path, storage_options) as source:
         pf = pq.ParquetFile(source)
         top = {fid: f for f in pf.schema_arrow if (fid := _field_id(f)) is not None}
+        by_name = {f.name: f for f in pf.schema_arrow}
         wanted: list[Mapping[str, Any]] = list(columns)
         if include_internal:
             wanted += [{"id": _ROW_ID_FIELD_ID, "type": "int64", "children": []},
                        {"id": _SNAPSHOT_ID_FIELD_ID, "type": "int64", "children": []}]
-        names = list(dict.fromkeys(top[s["id"]].name for s in wanted if s["id"] in top))
+        found = [by_name.get(s["name"]) if "name" in s else top.get(s["id"]) for s in wanted]
+        names = list(dict.fromkeys(f.name for f in found if f is not None))
         pos = 0
         for raw in _batches(pf, names, batch_rows):
             n = raw.num_rows
@@ -200,7 +216,7 @@ def read_file_batches(
                 continue
             arrays = []
             for i, spec in enumerate(wanted):
-                field = top.get(spec["id"])
+                field = found[i]
                 out_type = target.field(i).type
                 if field is None:
                     arrays.append(_nulls(n, out_type))
@@ -311,6 +327,8 @@ def convert(arr: pa.Array, spec: Mapping[str, Any], target: pa.DataType) -> pa.A
         return _convert_variant(arr, target)
     if pa.types.is_null(arr.type):
         return _nulls(len(arr), target)
+    if kind in _COARSE and pa.types.is_timestamp(arr.type) and arr.type.unit != "s":
+        arr = _round_timestamps(arr, _COARSE[kind])
     special = _SPECIAL.get(kind)
     if special is not None:
         return special(arr, target)
@@ -337,10 +355,11 @@ def _convert_struct(arr: pa.Array, spec: Mapping[str, Any], target: pa.DataType)
     if not pa.types.is_struct(arr.type):
         return _nulls(n, target)
     by_id = {fid: i for i in range(arr.type.num_fields) if (fid := _field_id(arr.type.field(i))) is not None}
+    by_name = {arr.type.field(i).name: i for i in range(arr.type.num_fields)}
     children = []
     for j, child in enumerate(spec["children"]):
         out_type = target.field(j).type
-        i = by_id.get(child["id"])
+        i = by_name.get(child["name"]) if "name" in child else by_id.get(child["id"])
         children.append(_nulls(n, out_type) if i is None else convert(arr.field(i), child, out_type))
     fields = [target.field(j) for j in range(target.num_fields)]
     return pa.StructArray.from_arrays(children, fields=fields, mask=_null_mask(arr))
@@ -349,6 +368,8 @@ def _convert_struct(arr: pa.Array, spec: Mapping[str, Any], target: pa.DataType)
 def _child_matches(field: pa.Field, spec: Mapping[str, Any]) -> bool:
     # A list element / map key / map value is matched by field id; a child without any id (files written by
     # tools that set ids on struct fields only) is the only candidate, so it is taken structurally.
+    if "name" in spec:  # name-mapped files: a list element / map key / value is mapped or absent
+        return spec["name"] is not None
     fid = _field_id(field)
     return fid is None or fid == spec["id"]
 
@@ -566,6 +587,25 @@ def _binary(arr: pa.Array, target: pa.DataType) -> pa.Array:
         arr = arr.cast(pa.binary())
     return _cast(arr, target)
 
+
+_COARSE = {"timestamp_s": 1_000_000, "timestamp_ms": 1000}  # microseconds per unit
+
+
+def _round_timestamps(arr: pa.Array, step: int) -> pa.Array:
+    """A finer file in a coarser column (files registered by name): rounded to the column's unit, halves away
+    from zero, as DuckDB reads them (`…00.5` → `…01`, `1969-12-31 23:59:59.5` → `23:59:59`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if arr.type.unit == "ns":  # ns → µs truncates toward zero first, like DuckDB
+        arr = arr.cast(pa.timestamp("us", tz=arr.type.tz), safe=False)
+    micros = arr.cast(pa.timestamp("us", tz=arr.type.tz)).cast(pa.int64())
+    k = pa.scalar(step, pa.int64())
+    quotient = pc.divide(micros, k)  # integer division truncates toward zero
+    rest = pc.subtract(micros, pc.multiply(quotient, k))
+    away = pc.greater_equal(pc.multiply(pc.abs(rest), pa.scalar(2, pa.int64())), k)
+    rounded = pc.if_else(away, pc.add(quotient, pc.sign(micros).cast(pa.int64())), quotient)
+    return pc.multiply(rounded, k).cast(pa.timestamp("us", tz=arr.type.tz))
 
 _SPECIAL: dict[str, Any] = {
     "uuid": _uuid,

@@ -51,6 +51,28 @@ class InlinedSource:
 
 
 @dataclass(frozen=True)
+class MappedField:
+    """A node of a name mapping: the file's field name for a column, and its mapped children by column id."""
+
+    name: str
+    children: Mapping[int, MappedField] = field(default_factory=dict)
+    is_partition: bool = False
+
+
+def mapping_tree(mapping: Sequence[NameMapping]) -> dict[int, MappedField]:
+    """A name mapping's rows as a tree: top-level column id → its file field (children keyed by column id)."""
+    kids: dict[int | None, list[NameMapping]] = {}
+    for m in mapping:
+        kids.setdefault(m.parent_column, []).append(m)
+
+    def build(m: NameMapping) -> MappedField:
+        return MappedField(m.source_name, {c.target_field_id: build(c) for c in kids.get(m.column_id, [])},
+                           m.is_partition)
+
+    return {m.target_field_id: build(m) for m in kids.get(None, [])}
+
+
+@dataclass(frozen=True)
 class ScanPlan:
     """Everything the engine reads for a table at a snapshot."""
 
@@ -65,6 +87,8 @@ class ScanPlan:
     storage_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     # Initial defaults decoded with DuckDB's casts (DuckDB text like `\xAA` for a BLOB), by column id.
     defaults: Mapping[int, object] = field(default_factory=dict)
+    # Name-mapped files whose Parquet types Spark's reader cannot read as the columns' types (pyarrow reads them).
+    pyarrow_files: frozenset[int] = frozenset()
 
     @property
     def columns(self) -> tuple[ColumnInfo, ...]:
@@ -104,6 +128,7 @@ def plan_scan(
                                 d.partial_max is not None) if d else None,
             inlined_deletes=tuple(sorted(inlined_deletes.get(f.data_file_id, ()))),
         ))
+    _refuse_encrypted(table, [f for f in files if f.data_file_id in kept], deletes.values())
     mapping_ids = {s.mapping_id for s in sources if s.mapping_id is not None}
     mappings = {k: tuple(v) for k, v in reader.name_mappings(mapping_ids).items()}
     return ScanPlan(
@@ -111,7 +136,55 @@ def plan_scan(
         inlined=tuple(_inlined_sources(reader, table, snapshot_id)), name_mappings=mappings,
         missing_columns=_missing_columns(table, sources, storage_options or {}),
         storage_options=dict(storage_options or {}), defaults=_defaults(table),
+        pyarrow_files=_pyarrow_files(table, sources, mappings, storage_options or {}),
     )
+
+
+def _refuse_encrypted(table: TableInfo, files: Sequence[Any], deletes: Any) -> None:
+    """Encrypted files (`ATTACH … (ENCRYPTED)`): refused in one line, naming neither key nor path."""
+    if any(f.encryption_key for f in files) or any(d.encryption_key for d in deletes):
+        from ducklake_cli.errors import StorageError
+
+        raise StorageError(
+            f"table {table.name!r} has encrypted data files (a lake attached with ENCRYPTED); "
+            "ducklake cannot read encrypted lakes yet")
+
+
+def _pyarrow_files(
+    table: TableInfo, files: Sequence[FileSource], mappings: Mapping[int, tuple[NameMapping, ...]],
+    storage_options: Mapping[str, Any],
+) -> frozenset[int]:
+    """Name-mapped files Spark cannot read as the table's types (from their footers): every column needing the
+    fallback reader, and Parquet types other than the column's own (narrower integers, other timestamp units…)."""
+    from ducklake_cli.engine.types import native_arrow_match
+
+    mapped = [f for f in files if f.mapping_id is not None]
+    if not mapped:
+        return frozenset()
+    trees = {mid: mapping_tree(m) for mid, m in mappings.items()}
+
+    def needs_pyarrow(f: FileSource) -> bool:
+        import pyarrow.parquet as pq
+
+        from ducklake_cli.storage.files import filesystem
+
+        tree = trees.get(f.mapping_id or 0, {})
+        with filesystem(f.path, storage_options).open(f.path, "rb") as fh:
+            schema = pq.read_schema(fh)
+        by_name = {fld.name: fld.type for fld in schema}
+        for col in table.columns:
+            node = tree.get(col.column_id)
+            if node is None or node.is_partition:
+                continue
+            if node.name in by_name and not native_arrow_match(by_name[node.name], col, node):
+                return True
+        return False
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(8, len(mapped))) as pool:
+        flags = list(pool.map(needs_pyarrow, mapped))
+    return frozenset(f.data_file_id for f, flag in zip(mapped, flags, strict=True) if flag)
 
 
 def _defaults(table: TableInfo) -> dict[int, object]:

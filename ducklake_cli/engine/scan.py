@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, NameMapping
-from ducklake_cli.engine.plan import FileSource, ScanPlan
+from ducklake_cli.engine.plan import FileSource, MappedField, ScanPlan, mapping_tree
 from ducklake_cli.engine.types import (
     DELETE_FILE_PATH_ID,
     DELETE_POS_ID,
@@ -28,6 +28,7 @@ from ducklake_cli.engine.types import (
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import DataType
 
 ROWID = "rowid"
 _URI_PATH_CHARS = frozenset(string.ascii_letters + string.digits + "-_.!~*'()" + ":@&=+$," + ";/")
@@ -96,37 +97,73 @@ def _read_direct(spark: SparkSession, files: Sequence[FileSource], columns: Sequ
     return spark.read.schema(schema).parquet(*[spark_path(f.path) for f in files])
 
 
+def _mapped_type(col: ColumnInfo, node: MappedField | None) -> DataType:
+    """A name-mapped column's read type: the file's field names at every level, no field ids (a field the file
+    lacks gets a name no file has, so it reads as NULL); a positional cast then gives the table's names."""
+    from pyspark.sql import types as T
+
+    kids = node.children if node is not None else {}
+    if col.type == "struct":
+        return T.StructType([
+            T.StructField(kids[c.column_id].name if c.column_id in kids else f"__ducklake_absent_{c.column_id}",
+                          _mapped_type(c, kids.get(c.column_id)), True)
+            for c in col.children])
+    if col.type == "list":
+        return T.ArrayType(_mapped_type(col.children[0], kids.get(col.children[0].column_id)), True)
+    if col.type == "map":
+        key, value = col.children
+        return T.MapType(_mapped_type(key, kids.get(key.column_id)), _mapped_type(value, kids.get(value.column_id)),
+                         True)
+    return spark_type(col)
+
+
+def _url_decode(value: Column) -> Column:
+    """One level of percent-decoding; `+` stays `+` (paths are not form data), malformed escapes stay as they are."""
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.try_url_decode(F.regexp_replace(value, r"\+", "%2B")), value)
+
+
 def _read_mapped(
     spark: SparkSession, files: Sequence[FileSource], columns: Sequence[ColumnInfo], mapping: Sequence[NameMapping],
-    defaults: Mapping[int, object],
+    defaults: Mapping[int, object], *, pyarrow: bool, storage_options: Mapping[str, Any],
 ) -> DataFrame:
-    """Files registered with a name mapping (no field ids): read by source name, renamed to column ids."""
+    """Files registered with a name mapping (no field ids): read by source name at every nesting level (with
+    pyarrow when Spark cannot read their Parquet types as the columns' types), renamed to column ids."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    by_target = {m.target_field_id: m for m in mapping if m.parent_column is None}
-    read_fields, selects = [], []
+    tree = mapping_tree(mapping)
+    if pyarrow:
+        from ducklake_cli.engine.fallback import read_files
+
+        df = read_files(spark, [(f.path, file_key(f.path)) for f in files], columns, include_internal=False,
+                        storage_options=storage_options, mapping=tree)
+        key, pos = F.col("__file"), F.col("__pos")
+    else:
+        read_fields = [T.StructField(node.name, _mapped_type(c, node), True)
+                       for c in columns if (node := tree.get(c.column_id)) is not None and not node.is_partition]
+        df = spark.read.schema(T.StructType(read_fields)).parquet(*[spark_path(f.path) for f in files])
+        key, pos = _spark_key(F.col("_metadata.file_path")), F.col("_metadata.row_index")
+    selects = []
     for c in columns:
-        m = by_target.get(c.column_id)
-        if m is None or m.is_partition:
-            continue
-        read_fields.append(T.StructField(m.source_name, spark_type(c), True))
-    df = spark.read.schema(T.StructType(read_fields)).parquet(*[spark_path(f.path) for f in files])
-    path = F.col("_metadata.file_path")
-    for c in columns:
-        m = by_target.get(c.column_id)
-        if m is None:
+        node = tree.get(c.column_id)
+        if node is None:
             selects.append(_default(c, defaults).alias(_col_name(c.column_id)))
-        elif m.is_partition:
-            # Hive partition value from the `name=value` path segment; __HIVE_DEFAULT_PARTITION__ is NULL.
-            raw = F.url_decode(F.regexp_extract(path, f"/{m.source_name}=([^/]*)/", 1))
+        elif node.is_partition:
+            # Hive partition value from the `name=value` path segment: the key is a URI (one level of escapes),
+            # the value hive-escaped (another); __HIVE_DEFAULT_PARTITION__ is NULL.
+            raw = _url_decode(_url_decode(F.regexp_extract(key, f"/\\Q{node.name}\\E=([^/]*)/", 1)))
             value = F.when(raw == "__HIVE_DEFAULT_PARTITION__", F.lit(None)).otherwise(raw)
             selects.append(value.cast(spark_type(c)).alias(_col_name(c.column_id)))
+        elif pyarrow:
+            selects.append(F.col(f"c{c.column_id}").alias(_col_name(c.column_id)))
         else:
-            selects.append(F.col(f"`{m.source_name}`").alias(_col_name(c.column_id)))
+            name = node.name.replace("`", "``")
+            selects.append(F.col(f"`{name}`").cast(spark_type(c)).alias(_col_name(c.column_id)))
     return df.select(
         *selects, F.lit(None).cast("bigint").alias(ROW_ID_COLUMN), F.lit(None).cast("bigint").alias(SNAPSHOT_ID_COLUMN),
-        _spark_key(path).alias("__key"), F.col("_metadata.row_index").alias("__pos"),
+        key.alias("__key"), pos.alias("__pos"),
     )
 
 
@@ -300,7 +337,12 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_
         else:
             raw_parts.append(_read_native(spark, plain, columns, keyed=keyed))
     for mapping_id, files in by_mapping.items():
-        raw_parts.append(_read_mapped(spark, files, columns, plan.name_mappings.get(mapping_id, ()), plan.defaults))
+        mapping = plan.name_mappings.get(mapping_id, ())
+        for pyarrow in (False, True):
+            group = [f for f in files if (f.data_file_id in plan.pyarrow_files) == pyarrow]
+            if group:
+                raw_parts.append(_read_mapped(spark, group, columns, mapping, plan.defaults, pyarrow=pyarrow,
+                                              storage_options=plan.storage_options))
 
     if raw_parts:
         if not keyed:
