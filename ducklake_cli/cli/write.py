@@ -34,7 +34,8 @@ def write(
     table: Annotated[str | None, typer.Argument(help="Target table: TABLE (schema main) or SCHEMA.TABLE; missing "
                                                      "schemas are created.", show_default=False)] = None,
     source: Annotated[list[str] | None, typer.Option("--from", help="Input files: a path, a glob "
-                                                                    "('data/*.csv') or a directory (repeatable).",
+                                                                    "('data/*.csv'), a directory, or - for "
+                                                                    "standard input (repeatable).",
                                                      show_default=False)] = None,
     query: Annotated[str | None, typer.Option("--query", help="Spark SQL over the same lake whose rows to write "
                                                               "(time travel allowed: `t VERSION AS OF 3`).",
@@ -60,6 +61,12 @@ def write(
                                                                 "10, go into the catalog like DuckDB).")] = False,
     ignore_extra_columns: Annotated[bool, typer.Option("--ignore-extra-columns",
                                                        help="Drop input columns the table does not have.")] = False,
+    schema: Annotated[str | None, typer.Option("--schema", help="Column types of CSV/JSON input for a new table, "
+                                                                "e.g. \"id BIGINT, price DECIMAL(10,2)\" (DuckDB "
+                                                                "type names; default: sniffed).",
+                                               show_default=False)] = None,
+    on_error: Annotated[str, typer.Option("--on-error", help="fail (default) or skip: what to do with CSV rows "
+                                                             "that do not parse.")] = "fail",
     snapshot: SnapshotOpt = None,
     as_of: AsOfOpt = None,
     master: MasterOpt = None,
@@ -80,9 +87,13 @@ def write(
 
       ducklake write lake.sqlite sales.orders --from orders.csv --mode create --partition-by 'month(ordered_at)'
 
+      gunzip -c events.csv.gz | ducklake write lake.sqlite events --from - --input-format csv
+
       ducklake write prod daily --query "SELECT day, count(*) AS n FROM events GROUP BY day" --mode overwrite
     """
     catalog, target = shift_catalog(catalog, table, "TABLE")
+    if on_error not in ("fail", "skip"):  # also checked by the reader, but only after Spark started
+        raise UsageError(f"--on-error must be fail or skip, not {on_error!r}")
     if snapshot is not None and as_of is not None:
         raise UsageError("--snapshot and --as-of cannot be used together")
     options: dict[str, str] = {}
@@ -102,7 +113,8 @@ def write(
         result = run_write(lake, target, source=source or [], query=query, input_format=input_format,
                            options=options, mode=mode, partition_by=partition_by or [], message=message,
                            author=author, inline=not no_inline, ignore_extra_columns=ignore_extra_columns,
-                           snapshot=snapshot, as_of=parse_time(as_of) if as_of else None)
+                           snapshot=snapshot, as_of=parse_time(as_of) if as_of else None, schema=schema,
+                           on_error=on_error)
     render(result, fmt)
     finish_spark()
 
