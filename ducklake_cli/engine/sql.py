@@ -302,8 +302,8 @@ def _unsupported(part: exp.Expr) -> str | None:
         return f"{odd.pop()} JOIN has no Spark equivalent"
     if isinstance(part, exp.Columns):
         return "COLUMNS(...) is not supported"
-    if isinstance(part, exp.Star) and any(part.args.get(k) for k in ("except_", "except", "replace", "rename")):
-        return "SELECT * EXCLUDE/REPLACE/RENAME is not supported"
+    if isinstance(part, exp.Star) and any(part.args.get(k) for k in ("replace", "rename")):
+        return "SELECT * REPLACE/RENAME is not supported"  # `* EXCLUDE` is Spark's `* EXCEPT`
     if isinstance(part, exp.SetOperation) and part.args.get("by_name"):
         return "UNION/INTERSECT/EXCEPT BY NAME is not supported"
     if isinstance(part, exp.HistoricalData):
