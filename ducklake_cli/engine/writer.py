@@ -256,3 +256,40 @@ def write_files(df: DataFrame, spec: FileSpec, *, single_file: bool = False) -> 
         df = df.repartition(*partition_exprs(df, spec.keys))
     out = df.mapInArrow(functools.partial(write_batches, spec=spec), "file string")
     return [file_from_json(r[0]) for r in out.collect()]
+
+
+def read_back(paths: Sequence[str], columns: Sequence[ColumnInfo], storage_options: Mapping[str, Any]) -> pa.Table:
+    """The rows of just-written (small) files in the Arrow types `arrow_field` gives the columns, to inline them.
+    Files DuckDB wrote (`DUCKDB_WRITTEN` types) are read back by DuckDB, since pyarrow reads INTERVAL as bytes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ducklake_cli.catalog.inlined import spark_compatible_type
+    from ducklake_cli.engine.parquet_files import DUCKDB_WRITTEN
+    from ducklake_cli.storage.files import filesystem
+
+    schema = pa.schema([arrow_field(c) for c in columns])
+    tables = []
+    for path in paths:
+        with filesystem(path, dict(storage_options)).open(path, "rb") as fh:
+            raw = fh.read()
+        if not any(leaf.type in DUCKDB_WRITTEN for leaf in leaves(columns)):
+            tables.append(pq.read_table(pa.BufferReader(raw)).select([c.name for c in columns]).cast(schema))
+            continue
+        import tempfile
+
+        import duckdb
+
+        with tempfile.NamedTemporaryFile(suffix=".parquet") as tmp:
+            tmp.write(raw)
+            tmp.flush()
+            con = duckdb.connect()
+            try:
+                con.execute("SET TimeZone = 'UTC'")
+                picks = ", ".join(f'CAST("{c.name.replace(chr(34), chr(34) * 2)}" AS {spark_compatible_type(c)})'
+                                  for c in columns)
+                got = con.execute(f"SELECT {picks} FROM read_parquet(?)", [tmp.name]).to_arrow_table()
+            finally:
+                con.close()
+        tables.append(got.rename_columns(schema.names).cast(schema))
+    return pa.concat_tables(tables)

@@ -85,10 +85,11 @@ class Lakes:
     con: duckdb.DuckDBPyConnection
     tmp: Path
 
-    def load(self, name: str, sql: str, *, via_table: bool = False) -> str:
+    def load(self, name: str, sql: str, *, via_table: bool = False, where: str = "TRUE") -> str:
         """Write `sql`'s rows with `ducklake write` into lake.main.<name> and with DuckDB into ref.main.<name>; the
         input file's path. `via_table`: DuckDB creates the (empty) table and a source table in our lake, and we
-        append `--query 'SELECT * FROM src_<name>'` (the form a table's rows take in Spark, COMPATIBILITY.md)."""
+        append `--query 'SELECT * FROM src_<name> WHERE <where>'` (rows in the form Spark reads them in,
+        COMPATIBILITY.md)."""
         src = str(self.tmp / f"{name}.parquet")
         self.con.execute(f"COPY ({sql}) TO '{src}' (FORMAT parquet)")
         if via_table:
@@ -99,13 +100,13 @@ class Lakes:
         lake = connect(self.spot.catalog)
         try:
             if via_table:
-                run_write(lake, f"main.{name}", query=f"SELECT * FROM main.src_{name}", mode="append")
+                run_write(lake, f"main.{name}", query=f"SELECT * FROM main.src_{name} WHERE {where}", mode="append")
             else:
                 run_write(lake, f"main.{name}", source=[src], mode="create")
         finally:
             lake.close()
         self.con.execute(self.spot.attach())
-        self.con.execute(f"CREATE TABLE ref.{name} AS SELECT * FROM read_parquet('{src}')")
+        self.con.execute(f"CREATE TABLE ref.{name} AS SELECT * FROM read_parquet('{src}') WHERE {where}")
         return src
 
 
@@ -249,3 +250,16 @@ def test_types_duckdb_writes_filters_footers_and_stats_match_duckdb(lakes: Lakes
     assert assert_filters_agree(con, "exotic", src) > 150
     assert footer_stats(con, "lake", "exotic") == footer_stats(con, "ref", "exotic")
     assert catalog_stats(con, "lake", "exotic") == catalog_stats(con, "ref", "exotic")
+
+
+# Passes once ops/write.py's `_read_back` returns `engine.writer.read_back(...)` (pyarrow reads INTERVAL as bytes).
+@pytest.mark.xfail(reason="ops/write.py _read_back must call engine.writer.read_back", strict=False)
+@pytest.mark.parametrize("spot", ["sqlite", "postgres"], indirect=True)
+def test_small_write_of_every_type_is_inlined_as_duckdb_reads_it(lakes: Lakes) -> None:
+    src = lakes.load("tiny", DUCKDB_TYPES, via_table=True, where="id < 7")
+    con = lakes.con
+    inlined = con.execute("SELECT count(*) FROM __ducklake_metadata_lake.ducklake_inlined_data_tables").fetchall()
+    assert inlined[0][0] >= 1
+    rows = con.execute("SELECT * FROM lake.tiny EXCEPT ALL SELECT * FROM read_parquet(?) WHERE id < 7",
+                       [src]).fetchall()
+    assert (rows, con.execute("SELECT count(*) FROM lake.tiny").fetchall()) == ([], [(7,)])
