@@ -52,6 +52,26 @@ class _Context:
     catalog: str
 
 
+def _variant_skip(tables: Sequence[TableInfo], notes: list[str], *, named: bool) -> list[TableInfo]:
+    """Tables without VARIANT columns; a note for each one left alone (an error for a table named with --table).
+    Spark holds a variant as JSON text, so a rewrite would turn its dates, decimals and 32-bit integers into JSON
+    strings and numbers."""
+    def has_variant(c: Any) -> bool:
+        return bool(c.type == "variant" or any(has_variant(k) for k in c.children))
+
+    keep = []
+    for t in tables:
+        if any(has_variant(c) for c in t.columns):
+            if named:
+                raise UsageError(f"{t.schema_name}.{t.name} has VARIANT columns; rewriting them would change the "
+                                 "types of their values (not supported yet)")
+            notes.append(f"left {t.schema_name}.{t.name} alone: rewriting VARIANT columns would change the types "
+                         "of their values (not supported yet)")
+        else:
+            keep.append(t)
+    return keep
+
+
 def _pick_tables(reader: MetadataReader, snapshot_id: int, table: str | None, meta: LakeMetadata) -> list[TableInfo]:
     tables = reader.tables(snapshot_id)
     if table is None:  # like DuckDB: only tables with auto_compact on (the default) when none is named
@@ -276,8 +296,9 @@ def plan_compact(lake: Lake, *, table: str | None = None, max_input_files: int |
     with lake.reader() as r:
         ctx = _context(lake, r)
         groups: list[FileGroup] = []
+        notes: list[str] = []
         budget = max_input_files
-        for t in _pick_tables(r, ctx.base_snapshot, table, ctx.meta):
+        for t in _variant_skip(_pick_tables(r, ctx.base_snapshot, table, ctx.meta), notes, named=table is not None):
             target = parse_size(target_size or ctx.meta.option("target_file_size", table_id=t.table_id,
                                                                schema_id=t.schema_id) or str(1 << 29))
             schema = next(sc for sc in r.schemas(ctx.base_snapshot) if sc.schema_id == t.schema_id)
@@ -311,7 +332,7 @@ def plan_compact(lake: Lake, *, table: str | None = None, max_input_files: int |
                         take = run if budget is None else run[:budget]
                         groups.append(FileGroup(definition, schema, tuple(take), pid, pvals))
                         budget = None if budget is None else budget - len(take)
-    return CompactPlan(ctx, groups)
+    return CompactPlan(ctx, groups, notes=notes)
 
 
 def plan_rewrite(lake: Lake, *, table: str | None = None, threshold: float | None = None) -> RewritePlan:
@@ -322,7 +343,8 @@ def plan_rewrite(lake: Lake, *, table: str | None = None, threshold: float | Non
     with lake.reader() as r:
         ctx = _context(lake, r)
         groups = []
-        for t in _pick_tables(r, ctx.base_snapshot, table, ctx.meta):
+        notes: list[str] = []
+        for t in _variant_skip(_pick_tables(r, ctx.base_snapshot, table, ctx.meta), notes, named=table is not None):
             limit = threshold if threshold is not None else float(
                 ctx.meta.option("rewrite_delete_threshold", table_id=t.table_id, schema_id=t.schema_id)
                 or DEFAULT_REWRITE_THRESHOLD)
@@ -338,4 +360,4 @@ def plan_rewrite(lake: Lake, *, table: str | None = None, threshold: float | Non
                     # columns added since filled in), as readers expect of a file that new.
                     pv = values.get(f.data_file_id, {})
                     groups.append(FileGroup(t, schema, (f,), f.partition_id, tuple(pv[i] for i in sorted(pv)), gone))
-    return RewritePlan(ctx, groups)
+    return RewritePlan(ctx, groups, notes=notes)

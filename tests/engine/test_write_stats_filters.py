@@ -72,7 +72,8 @@ DUCKDB_TYPES = """
            (i * 3)::UHUGEINT AS uh,
            CASE WHEN i % 9 = 0 THEN 'nan'::FLOAT ELSE i END AS f,
            {'u': md5((i + 1)::VARCHAR)::UUID, 'iv': to_days((i % 40)::INTEGER), 't': TIME '23:59:59.999999'} AS st,
-           [(TIMESTAMP '2021-01-01' + to_milliseconds(i))::TIMESTAMP_MS] AS lt
+           [(TIMESTAMP '2021-01-01' + to_milliseconds(i))::TIMESTAMP_MS] AS lt,
+           CASE WHEN i % 8 <> 0 THEN ST_GeomFromWKB(ST_AsWKB(('POINT(' || i || ' ' || -i || ')')::GEOMETRY)) END AS g
     FROM range(300) t(i)
 """
 
@@ -142,7 +143,7 @@ def probes(con: duckdb.DuckDBPyConnection, src: str, expr: str) -> list[str]:
     values = [v for (v,) in con.execute(
         f"SELECT DISTINCT CAST({expr} AS VARCHAR) FROM read_parquet('{src}') WHERE {expr} IS NOT NULL ORDER BY 1"
     ).fetchall()]
-    picked = {values[0], values[-1], values[len(values) // 2]} if values else set()
+    picked = {values[0], values[-1], values[len(values) // 2]} if values and typ != "GEOMETRY" else set()
     if typ in ("FLOAT", "DOUBLE"):
         picked |= {"nan", "inf", "-inf", "-0.0", "0.0"}
     return [f"CAST('{v.replace(chr(39), chr(39) * 2)}' AS {typ})" for v in sorted(picked)]
