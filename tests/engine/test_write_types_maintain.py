@@ -140,7 +140,7 @@ def test_flush_compact_rewrite_every_type(lake_env: tuple[Spot, duckdb.DuckDBPyC
         plan = make(lake)
         assert not plan.is_empty(), make.__name__
         if make is not plan_flush:
-            assert any("main.w alone" in n for n in plan.notes), make.__name__
+            assert any("main.w alone" in n for n in plan.report().notes), make.__name__
         plan.apply(lake)
     with pytest.raises(UsageError, match="VARIANT"):
         plan_compact(lake, table="w")
