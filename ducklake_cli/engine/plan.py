@@ -131,6 +131,8 @@ def plan_scan(
     _refuse_encrypted(table, [f for f in files if f.data_file_id in kept], deletes.values())
     mapping_ids = {s.mapping_id for s in sources if s.mapping_id is not None}
     mappings = {k: tuple(v) for k, v in reader.name_mappings(mapping_ids).items()}
+    sources, positional = _positional_mappings(table, sources, storage_options or {})
+    mappings.update(positional)
     return ScanPlan(
         table=table, snapshot_id=snapshot_id, files=tuple(sources), pruned_file_ids=tuple(pruned_ids),
         inlined=tuple(_inlined_sources(reader, table, snapshot_id)), name_mappings=mappings,
@@ -138,6 +140,62 @@ def plan_scan(
         storage_options=dict(storage_options or {}), defaults=_defaults(table),
         pyarrow_files=_pyarrow_files(table, sources, mappings, storage_options or {}),
     )
+
+
+def _positional_mappings(
+    table: TableInfo, files: Sequence[FileSource], storage_options: Mapping[str, Any],
+) -> tuple[list[FileSource], dict[int, tuple[NameMapping, ...]]]:
+    """Files with neither field ids nor a name mapping (registered by old DuckLake versions) are read by column
+    position, as DuckDB reads them: each gets a positional name mapping (negative id). Only files not named like
+    DuckLake's own (`ducklake-….parquet`, always written with field ids) have their footers read."""
+    import dataclasses
+    import posixpath
+
+    out: list[FileSource] = []
+    mappings: dict[int, tuple[NameMapping, ...]] = {}
+    for f in files:
+        if f.mapping_id is not None or posixpath.basename(f.path).startswith("ducklake-"):
+            out.append(f)
+            continue
+        names = _names_without_field_ids(f.path, storage_options)
+        if names is None:
+            out.append(f)
+            continue
+        from ducklake_cli.errors import StorageError
+
+        where = f"data file {posixpath.basename(f.path)!r} of table {table.name!r} has neither Parquet field ids " \
+                "nor a name mapping"
+        if len(names) != len(table.columns):
+            raise StorageError(f"{where}, and {len(names)} columns where the table has {len(table.columns)}")
+        if any(c.children for c in table.columns):
+            raise StorageError(f"{where}; its nested columns cannot be matched (DuckDB reads their fields as NULL)")
+        mid = -1 - f.data_file_id
+        mappings[mid] = tuple(NameMapping(i, name, c.column_id, None, False)
+                              for i, (name, c) in enumerate(zip(names, table.columns, strict=True)))
+        out.append(dataclasses.replace(f, mapping_id=mid))
+    return out, mappings
+
+
+def _footer_schema(path: str, storage_options: Mapping[str, Any]) -> pa.Schema:
+    """A data file's Arrow schema, from its footer only."""
+    import pyarrow.parquet as pq
+
+    from ducklake_cli.errors import StorageError
+    from ducklake_cli.storage.files import filesystem
+
+    try:
+        with filesystem(path, storage_options).open(path, "rb") as fh:
+            return pq.read_schema(fh)
+    except (OSError, ValueError) as exc:
+        raise StorageError(f"cannot read the Parquet footer of {path}: {exc}") from exc
+
+
+def _names_without_field_ids(path: str, storage_options: Mapping[str, Any]) -> list[str] | None:
+    """The top-level column names of a Parquet file that has no field ids at all (None when it has some)."""
+    schema = _footer_schema(path, storage_options)
+    if any(b"PARQUET:field_id" in (fld.metadata or {}) for fld in schema):
+        return None
+    return list(schema.names)
 
 
 def _refuse_encrypted(table: TableInfo, files: Sequence[Any], deletes: Any) -> None:
@@ -164,13 +222,8 @@ def _pyarrow_files(
     trees = {mid: mapping_tree(m) for mid, m in mappings.items()}
 
     def needs_pyarrow(f: FileSource) -> bool:
-        import pyarrow.parquet as pq
-
-        from ducklake_cli.storage.files import filesystem
-
         tree = trees.get(f.mapping_id or 0, {})
-        with filesystem(f.path, storage_options).open(f.path, "rb") as fh:
-            schema = pq.read_schema(fh)
+        schema = _footer_schema(f.path, storage_options)
         by_name = {fld.name: fld.type for fld in schema}
         for col in table.columns:
             node = tree.get(col.column_id)
