@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -139,7 +140,7 @@ def open_lake(resolved: Resolved, *, read_only: bool = True, spark_settings: Spa
     from ducklake_cli.api import connect
 
     if not read_only:
-        check_catalog_writable(resolved)
+        check_catalogwritable(resolved)
     lake = connect(resolved.target, data_path=resolved.data_path, storage_options=resolved.storage_options,
                    read_only=read_only, spark_settings=spark_settings)
     if spark_settings is not None and not spark_settings.remote and spark_settings.data_path is None:
@@ -149,24 +150,24 @@ def open_lake(resolved: Resolved, *, read_only: bool = True, spark_settings: Spa
         with lake.reader() as reader:
             lake.spark_settings = dataclasses.replace(spark_settings, data_path=lake.data_path(reader))
         if not read_only:  # this command writes data files through Spark: fail now, not after the JVM started
-            check_data_writable(lake.spark_settings.data_path or "")
+            check_datawritable(lake.spark_settings.data_path or "")
     return lake
 
 
-def check_catalog_writable(resolved: Resolved) -> None:
+def check_catalogwritable(resolved: Resolved) -> None:
     """A local catalog file (and its directory, where SQLite and DuckDB keep their journal) must be writable."""
     path = resolved.target.path
     if path is None or not path.exists():
         return
-    if not _writable(path):
+    if not writable(path):
         raise StorageError(f"the catalog file {path} is read-only", hint="make it writable, or use a read-only "
                                                                           "command (inspect, query, --dry-run)")
-    if not _writable(path.parent):
+    if not writable(path.parent):
         raise StorageError(f"the directory of the catalog file, {path.parent}, is read-only (the catalog "
                            "database needs it for its journal)")
 
 
-def _writable(path: Path) -> bool:
+def writable(path: Path) -> bool:
     """Whether this process may write `path` (root too: an immutable or read-only mount says no)."""
     import os
 
@@ -187,7 +188,7 @@ def _writable(path: Path) -> bool:
         return False
 
 
-def check_data_writable(data_path: str) -> None:
+def check_datawritable(data_path: str) -> None:
     """A local data path must be writable and its device not full (checked before Spark starts)."""
     import shutil
 
@@ -197,8 +198,20 @@ def check_data_writable(data_path: str) -> None:
     existing = root
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
-    if not _writable(existing):
+    if not writable(existing):
         raise StorageError(f"the data directory {existing} is read-only",
                            hint="make it writable, or pass --data-path to another directory")
     if shutil.disk_usage(existing).free == 0:
         raise StorageError(f"no space left on the device of the data directory {existing}")
+
+
+def check_deletable(paths: list[str]) -> None:
+    """Local files a verb is about to delete: each directory holding them must be writable (one line, exit 1,
+    before anything changes)."""
+    parents = sorted({os.path.dirname(p.removeprefix("file://")) for p in paths if "://" not in p
+                      or p.startswith("file://")})
+    stuck = [d for d in parents if os.path.isdir(d) and not writable(Path(d))]
+    if stuck:
+        more = f" (and {len(stuck) - 1} more)" if len(stuck) > 1 else ""
+        raise StorageError(f"cannot delete files: the data directory {stuck[0]} is read-only{more}; nothing changed",
+                           hint="make it writable, then run the command again")

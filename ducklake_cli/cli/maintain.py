@@ -19,6 +19,7 @@ from ducklake_cli.cli.common import (
     MetadataSchemaOpt,
     OptionalCatalogArg,
     RemoteOpt,
+    check_deletable,
     open_lake,
     resolve_catalog,
 )
@@ -72,6 +73,7 @@ def run_plan(
             if fmt is OutputFormat.table:
                 message(report.headline() + (" (dry run: nothing changed)" if dry_run else " — nothing to do"))
             return
+        check_deletable([f.path for f in report.files if f.action == "delete"])
         if fmt is OutputFormat.table:
             render(report, fmt)
         if not yes:

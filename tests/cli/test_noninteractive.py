@@ -176,3 +176,18 @@ def test_yes_applies_spark_verbs(verb: str, template: Path, tmp_path: Path, caps
     assert report["dry_run"] is False and "dry run" not in out.lower()
     assert all(step["dry_run"] is False for step in report.get("steps", {}).values())
     assert _state(catalog, data) != before
+
+
+@pytest.mark.parametrize(("verb", "directory"), [("orphans", "main"), ("cleanup", "main/gone")])
+def test_files_in_a_read_only_directory_stop_the_run(verb: str, directory: str, template: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """With --yes, a file to delete in a read-only directory: one line naming it, exit 1, nothing changed."""
+    from tests.cli.test_bad_input_matrix import read_only
+
+    catalog, data = _copy(template, tmp_path)
+    before = _state(catalog, data)
+    with read_only(data / directory), open("/dev/null") as null:
+        code, out, err = _cli(capsys, monkeypatch, null, *VERBS[verb], str(catalog), "--yes", "--format", "json")
+    assert code == 1 and err.count("\n") == 1 and "read-only" in err and str(data / directory) in err, err
+    assert out == "" and _state(catalog, data) == before
