@@ -43,7 +43,7 @@ def write(
     input_format: Annotated[str | None, typer.Option("--input-format", help="parquet, csv, json or orc "
                                                                             "(default: from the file extension).",
                                                      show_default=False)] = None,
-    option: Annotated[list[str] | None, typer.Option("--option", help="Spark reader option key=value, e.g. "
+    option: Annotated[list[str] | None, typer.Option("--option", help="Reader option key=value, e.g. "
                                                                       "--option delimiter=';' (repeatable).",
                                                      show_default=False)] = None,
     mode: Annotated[str, typer.Option("--mode", help="append (creates a missing table), overwrite (replaces "
