@@ -62,6 +62,10 @@ CASES = [
     C("inspect-text-file", "inspect", "{dir}/notes.txt", code=1, needle="notes.txt"),
     C("inspect-bad-port", "inspect", "postgresql://u:p@host:port/db", code=1, needle="port"),
     C("inspect-no-catalog", "inspect", code=2, needle="no CATALOG"),
+    C("inspect-unknown-attach-backend", "inspect", "ducklake:oracle:lake", code=1, needle="oracle"),
+    C("inspect-directory", "inspect", "{dir}/notdata", code=1, needle="notdata"),
+    C("expire-bad-url", "maintain", "expire", "mysql://u@h", "--keep-last", "1", "--dry-run", code=1,
+      needle="mysql"),
     C("inspect-unset-variable-profile", "inspect", "prod", code=1, needle="${NOT_SET_ANYWHERE}"),
     # query
     C("query-syntax", "query", "{cat}", "SELEC 1", code=1, needle="syntax"),
