@@ -7,7 +7,6 @@ one file each with DuckDB and that fixed schema (`mapInArrow`), so ingest still 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import glob
 import os
@@ -15,17 +14,27 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.inlined import spark_compatible_type, stored_type
 from ducklake_cli.catalog.models import ColumnInfo
-from ducklake_cli.errors import DuckLakeError, UsageError
+from ducklake_cli.engine.ingest_duckdb import (
+    FileRead,
+    IngestError,
+    connect_duckdb,
+    count_rejects,
+    exact_check,
+    one_line,
+    read_file,
+    read_files,
+    sniff,
+)
+from ducklake_cli.errors import UsageError
 
 if TYPE_CHECKING:
     import duckdb
-    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import DataType
 
@@ -33,7 +42,6 @@ INPUT_FORMATS = ("parquet", "csv", "json", "orc")
 ON_ERROR = ("fail", "skip")
 STDIN = "-"
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
-_MARK = "DUCKLAKE-INGEST: "  # prefixes executor errors so the driver can show them as one line
 # Type promotions that keep every value (spec §5.4 plus decimal widening and exact float conversions).
 _ACCEPTS: dict[str, frozenset[str]] = {
     "int16": frozenset({"int8", "uint8"}), "int32": frozenset({"int8", "int16", "uint8", "uint16"}),
@@ -58,12 +66,6 @@ _FROM_DUCKDB = {
 _CSV_ALIASES = {"sep": "delim", "delimiter": "delim", "nullvalue": "nullstr", "dateformat": "dateformat",
                 "timestampformat": "timestampformat", "encoding": "encoding", "header": "header",
                 "quote": "quote", "escape": "escape", "comment": "comment"}
-
-
-class IngestError(UsageError):
-    """Input `write` cannot load exactly: empty, malformed, lossy, or not fitting the table (exit 1, bad input)."""
-
-    exit_code = 1
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,7 @@ def parse_type(con: duckdb.DuckDBPyConnection, text: str, where: str) -> Any:
     try:
         return con.sql(f"SELECT CAST(NULL AS {text}) AS x").types[0]
     except Exception as exc:  # duckdb.Error: an unknown or malformed type
-        raise UsageError(f"{where}: {text!r} is not a DuckDB type ({_one_line(str(exc))})") from exc
+        raise UsageError(f"{where}: {text!r} is not a DuckDB type ({one_line(str(exc))})") from exc
 
 
 def columns_from_duckdb(names: Sequence[str], types: Sequence[Any]) -> tuple[ColumnInfo, ...]:
@@ -252,64 +254,7 @@ def _sniff_stdin_format(path: str) -> str:
     return "json" if head[:1] in (b"{", b"[") else "csv"
 
 
-# ----- DuckDB readers ----------------------------------------------------------------------------------------
-
-def _lit(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{_lit(k)}: {_lit(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_lit(v) for v in value) + "]"
-    return "'" + str(value).replace("'", "''") + "'"
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def reader_sql(fmt: str, files: Sequence[str], params: Mapping[str, Any]) -> str:
-    """`read_csv(...)` / `read_json(...)` over files with named parameters."""
-    fn = "read_csv" if fmt == "csv" else "read_json"
-    args = [_lit(list(files)) if len(files) > 1 else _lit(files[0])]
-    args += [f"{k}={_lit(v)}" for k, v in params.items()]
-    return f"{fn}({', '.join(args)})"
-
-
-def _connect(storage_options: Mapping[str, Any] | None, files: Sequence[str]) -> duckdb.DuckDBPyConnection:
-    import duckdb
-
-    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
-    con.execute("SET TimeZone = 'UTC'")  # timestamps without a zone read into TIMESTAMPTZ as UTC, on every node
-    protocols = {f.split("://", 1)[0].lower() for f in files if "://" in f}
-    for proto in protocols - {"file"}:
-        from ducklake_cli.storage.files import filesystem
-
-        con.register_filesystem(filesystem(f"{proto}://x", storage_options))
-    return con
-
-
-def csv_error(exc: Exception, path: str) -> str:
-    """DuckDB's CSV/JSON error as one line naming the file and the line."""
-    text = str(exc)
-    m = re.search(r"CSV Error on Line: (\d+)", text)
-    json_m = re.search(r"in line (\d+)", text)
-    reason = next((ln.strip() for ln in text.splitlines()
-                   if re.match(r"\s*(Expected Number of Columns|Value with unterminated quote|Error when converting|"
-                               r"Invalid unicode|Maximum line size|Could not convert|Unterminated quote)", ln)),
-                  None)
-    if m:
-        return f"{path} line {m.group(1)}: {reason or _one_line(text.split(chr(10))[0])}"
-    if json_m:
-        return f"{path} line {json_m.group(1)}: {_one_line(text.split(':', 1)[-1])}"
-    return f"{path}: {_one_line(text.splitlines()[0] if text else type(exc).__name__)}"
-
+# ----- reader parameters ------------------------------------------------------------------------------------
 
 def _csv_params(options: Mapping[str, str], on_error: str) -> dict[str, Any]:
     """read_csv parameters: RFC 4180 quoting unless the user says otherwise, their options, error handling."""
@@ -337,251 +282,6 @@ def _option_value(value: str) -> Any:
     if re.fullmatch(r"-?\d+", low):
         return int(low)
     return value
-
-
-def _first_record(path: str, delim: str, storage_options: Mapping[str, Any] | None) -> list[str]:
-    import csv
-    import io
-
-    from ducklake_cli.storage.files import filesystem
-
-    with filesystem(path, storage_options).open(path, "rb") as fh:
-        head = fh.read(1 << 16).decode("utf-8-sig", errors="replace")
-    return next(csv.reader(io.StringIO(head), delimiter=delim), [])
-
-
-def _locate_csv_error(con: duckdb.DuckDBPyConnection, files: Sequence[str], params: Mapping[str, Any],
-                      storage_options: Mapping[str, Any] | None) -> str | None:
-    """When DuckDB's sniffer gives up (or falls back to one column) because rows are malformed, parse strictly
-    as RFC 4180 with the header's columns to find the first bad line."""
-    delim = str(params.get("delim", ","))
-    for path in files:
-        header = _first_record(path, delim, storage_options)
-        if not header:
-            continue
-        strict = {k: v for k, v in params.items() if k not in ("types", "all_varchar", "auto_detect")}
-        strict.update(delim=delim, header=True, auto_detect=False,
-                      columns={n or f"column{i}": "VARCHAR" for i, n in enumerate(header)})
-        try:
-            con.sql(f"SELECT * FROM {reader_sql('csv', [path], strict)}").fetchall()
-        except Exception as exc:  # duckdb.Error: the bad line
-            return csv_error(exc, path)
-    return None
-
-
-def _degenerate(con: duckdb.DuckDBPyConnection, path: str, params: Mapping[str, Any]) -> bool:
-    """DuckDB's sniffer read a comma file as one column: the sign of rows with too few or too many fields."""
-    if "delim" in params:
-        return False
-    sniff_params = {k: v for k, v in params.items() if k in ("quote", "escape", "encoding", "skip", "comment")}
-    row = con.sql(f"SELECT Delimiter, Columns FROM sniff_csv({_lit(path)}"
-                  + "".join(f", {k}={_lit(v)}" for k, v in sniff_params.items()) + ")").fetchone()
-    return bool(row and len(row[1]) == 1 and "," in row[1][0]["name"])
-
-
-def sniff(con: duckdb.DuckDBPyConnection, fmt: str, files: Sequence[str], params: dict[str, Any],
-          storage_options: Mapping[str, Any] | None) -> tuple[list[str], list[Any], dict[str, Any]]:
-    """Column names and DuckDB types of all files together (`union_by_name`), and the parameters to read with."""
-    if len(files) > 1:
-        params = {**params, "union_by_name": True}
-    if fmt == "csv":
-        try:
-            if any(_degenerate(con, f, params) for f in files):
-                if params.get("ignore_errors"):
-                    params = {**params, "delim": ","}
-                else:
-                    raise _Malformed()
-            rel = con.sql(f"SELECT * FROM {reader_sql(fmt, files, params)}")
-            return list(rel.columns), list(rel.types), params
-        except Exception as exc:
-            located = _locate_csv_error(con, files, params, storage_options)
-            if located:
-                raise IngestError(located, hint="fix the file, or pass --on-error skip to skip bad rows") from exc
-            if isinstance(exc, _Malformed):
-                raise IngestError(f"{files[0]}: DuckDB cannot tell the CSV delimiter",
-                                 hint="pass --option delim=','") from exc
-            raise IngestError(csv_error(exc, files[0] if len(files) == 1 else "the input")) from exc
-    try:
-        rel = con.sql(f"SELECT * FROM {reader_sql(fmt, files, params)}")
-        return list(rel.columns), list(rel.types), params
-    except Exception as exc:  # duckdb.Error
-        raise IngestError(csv_error(exc, files[0] if len(files) == 1 else "the input")) from exc
-
-
-class _Malformed(Exception):
-    pass
-
-
-# ----- reading one file on an executor ----------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class FileRead:
-    """How an executor parses each file: format, reader parameters, the union columns and their types."""
-
-    fmt: str
-    params: dict[str, Any]
-    names: tuple[str, ...]
-    parse_types: tuple[str, ...]  # DuckDB type text each column is parsed as
-    out_types: tuple[str, ...]  # DuckDB type text whose Arrow form Spark accepts
-    storage_options: dict[str, Any]
-    exact: tuple[bool, ...] = ()  # CSV columns sniffed as DOUBLE: refuse text with digits a double drops
-    batch_rows: int = 65_536
-
-
-def _file_relation(con: duckdb.DuckDBPyConnection, spec: FileRead, path: str,
-                   checked: bool = True) -> duckdb.DuckDBPyRelation:
-    by_lower = {n.lower(): i for i, n in enumerate(spec.names)}
-    if spec.fmt == "json":
-        cols = dict(zip(spec.names, spec.parse_types, strict=True))
-        params = {k: v for k, v in spec.params.items() if k != "union_by_name"}
-        params["columns"] = cols
-        present = set(spec.names)
-    else:
-        params = {k: v for k, v in spec.params.items() if k not in ("union_by_name", "types")}
-        header = con.sql(f"SELECT * FROM {reader_sql('csv', [path], params)}").columns
-        unknown = [h for h in header if h.lower() not in by_lower]
-        if unknown:
-            raise ValueError(f"{path}: column {unknown[0]!r} appears beyond what the sniffer sampled")
-        present = set(header)
-        params["types"] = {h: "VARCHAR" if checked and _exact(spec, by_lower[h.lower()])
-                           else spec.parse_types[by_lower[h.lower()]] for h in header}
-    source = reader_sql(spec.fmt, [path], params)
-    actual = {n.lower(): n for n in present}
-    exprs, raws = [], []
-    for i, (name, out) in enumerate(zip(spec.names, spec.out_types, strict=True)):
-        src = actual.get(name.lower())
-        ref = _ident(src) if src else "NULL"
-        if src and checked and _exact(spec, i):
-            # Text a double cannot hold exactly (or cannot parse) travels along for the check in `read_file`.
-            digits = f"regexp_replace(regexp_replace(split_part(lower({ref}), 'e', 1), '[^0-9]', '', 'g'), " \
-                     "'^0+|0+$', '', 'g')"
-            exprs.append(f"TRY_CAST({ref} AS DOUBLE) AS {_ident(name)}")
-            raws.append(f"CASE WHEN {ref} IS NOT NULL AND (TRY_CAST({ref} AS DOUBLE) IS NULL OR length({digits}) > 15)"
-                        f" THEN {ref} END AS {_ident(f'__raw_{i}')}")
-        else:
-            exprs.append(f"CAST({ref} AS {out}) AS {_ident(name)}")
-    return con.sql(f"SELECT {', '.join(exprs + raws)} FROM {source}")
-
-
-def _exact(spec: FileRead, i: int) -> bool:
-    return bool(spec.exact) and spec.exact[i]
-
-
-def _check_exact(batch: pa.RecordBatch, spec: FileRead, path: str, first_row: int) -> None:
-    """Refuse a CSV value whose digits a DOUBLE cannot keep (DuckDB would round it silently)."""
-    from decimal import Decimal, InvalidOperation
-
-    for i in range(len(spec.names)):
-        k = batch.schema.get_field_index(f"__raw_{i}")
-        if k < 0:
-            continue
-        raw = batch.column(k)
-        if raw.null_count == len(raw):
-            continue
-        parsed = batch.column(i).to_pylist()
-        for row, text in enumerate(raw.to_pylist()):
-            if text is None:
-                continue
-            value = parsed[row]
-            if value is None:
-                raise _Reparse()
-            try:
-                lossy = Decimal(text.strip()) != Decimal(repr(value))
-            except (InvalidOperation, ValueError):
-                lossy = False
-            if lossy:
-                raise ValueError(f"{_MARK}{path} data row {first_row + row + 1}: column {spec.names[i]!r} holds "
-                                 f"{text.strip()}, which has more digits than DuckDB's DOUBLE keeps "
-                                 f"(--schema '{spec.names[i]} DECIMAL(p,s)' keeps them; '{spec.names[i]} DOUBLE' "
-                                 "rounds)")
-
-
-class _Reparse(Exception):
-    """A value the sniffed type cannot parse: read the file again with it, for DuckDB's own error and line."""
-
-
-def read_file(path: str, spec: FileRead, target: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """One file's rows, parsed by DuckDB with the fixed schema, as Arrow batches in Spark's layout."""
-    import pyarrow as pa
-
-    con = _connect(spec.storage_options, [path])
-    rows = 0
-    try:
-        reader = _file_relation(con, spec, path).fetch_record_batch(spec.batch_rows)
-        for batch in reader:
-            if batch.num_rows:
-                if any(spec.exact):
-                    _check_exact(batch, spec, path, rows)
-                rows += batch.num_rows
-                arrays = [batch.column(i).cast(target.field(i).type) for i in range(len(target))]
-                yield pa.RecordBatch.from_arrays(arrays, schema=target)
-    except _Reparse:
-        try:
-            _file_relation(con, spec, path, checked=False).fetchall()
-        except Exception as exc:
-            raise ValueError(_MARK + csv_error(exc, path)) from None
-        raise ValueError(f"{_MARK}{path}: a value does not parse as DOUBLE") from None
-    except Exception as exc:
-        if _MARK in str(exc):
-            raise
-        raise ValueError(_MARK + csv_error(exc, path)) from None
-    finally:
-        con.close()
-
-
-def read_files(batches: Iterator[pa.RecordBatch], spec: FileRead, target: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: parse every file named in the `path` column."""
-    for b in batches:
-        for path in b.column(0).to_pylist():
-            yield from read_file(path, spec, target)
-
-
-def count_rejects(batches: Iterator[pa.RecordBatch], spec: FileRead) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body for `--on-error skip`: how many rows of each file DuckDB's reader rejects."""
-    import pyarrow as pa
-
-    total = 0
-    for b in batches:
-        for path in b.column(0).to_pylist():
-            con = _connect(spec.storage_options, [path])
-            try:
-                params = {k: v for k, v in spec.params.items() if k not in ("union_by_name", "ignore_errors")}
-                params["store_rejects"] = True
-                params["types"] = {}
-                rel = _file_relation(con, FileRead(spec.fmt, params, spec.names, spec.parse_types, spec.out_types,
-                                                   spec.storage_options), path, checked=False)
-                rel.aggregate("count(*)").fetchall()
-                row = con.sql("SELECT count(DISTINCT (file_id, line)) FROM reject_errors").fetchone()
-                total += int(row[0]) if row else 0
-            finally:
-                con.close()
-    yield pa.RecordBatch.from_arrays([pa.array([total], pa.int64())], ["n"])
-
-
-def ingest_errors_text(exc: BaseException) -> str | None:
-    """The one-line message an executor's ingest error carries, if `exc` (or its text) holds one."""
-    java = getattr(exc, "java_exception", None)
-    text = str(java.toString()) if java is not None else str(exc)
-    i = text.find(_MARK)
-    if i < 0:
-        return None
-    return text[i + len(_MARK):].splitlines()[0].strip()
-
-
-@contextlib.contextmanager
-def ingest_errors() -> Iterator[None]:
-    """An input file's parse error raised on an executor, as one-line `UsageError` naming the file and line."""
-    try:
-        yield
-    except DuckLakeError:
-        raise
-    except Exception as exc:  # Spark's wrapper of an executor's exception
-        text = ingest_errors_text(exc)
-        if text is None:
-            raise
-        exact = "DOUBLE keeps" in text
-        raise IngestError(text, hint="give the column an exact type with --schema" if exact
-                         else "fix the file, or pass --on-error skip to skip malformed CSV rows") from None
 
 
 # ----- the driver side ---------------------------------------------------------------------------------------
@@ -643,7 +343,7 @@ def _read_duckdb(spark: SparkSession, files: list[str], fmt: str, options: Mappi
         raise UsageError("--schema applies when the table is created; the table exists",
                          hint="appends parse the input into the table's own column types")
     params = _csv_params(options, on_error) if fmt == "csv" else _json_params(options, on_error)
-    con = _connect(storage_options, nonblank)
+    con = connect_duckdb(storage_options, nonblank)
     try:
         names, types, params = sniff(con, fmt, nonblank, params, storage_options)
         overrides = _overrides(con, names, table, schema)
@@ -655,8 +355,9 @@ def _read_duckdb(spark: SparkSession, files: list[str], fmt: str, options: Mappi
     parse = tuple(str(t) for t in types)
     out = tuple(spark_compatible_type(c) for c in columns)
     spark_schema = StructType([StructField(c.name, spark_type(c), True) for c in columns])
-    exact = tuple(fmt == "csv" and n.lower() not in overrides and str(t) == "DOUBLE" for n, t in zip(names, types,
-                                                                                                   strict=True))
+    forced = {n.lower() for n, _ in parse_schema_option(schema)} if schema else set()
+    exact = tuple(exact_check(t, sniffed=n.lower() not in forced) if fmt == "csv" else ""
+                  for n, t in zip(names, types, strict=True))
     read_spec = FileRead(fmt, params, tuple(names), parse, out, dict(storage_options or {}), exact)
     target = to_arrow_schema(spark_schema, timezone="UTC")
     if on_driver:
@@ -667,11 +368,14 @@ def _read_duckdb(spark: SparkSession, files: list[str], fmt: str, options: Mappi
         rejects = _count_on_driver(nonblank, read_spec) if on_error == "skip" else 0
         return Ingest(spark.createDataFrame(data.to_pandas(), schema=spark_schema) if data.num_rows
                       else spark.createDataFrame([], spark_schema), columns, fmt, skipped=lambda: rejects)
-    paths_df = spark.createDataFrame([(f,) for f in nonblank], "path string").repartition(len(nonblank))
-    df = paths_df.mapInArrow(functools.partial(read_files, spec=read_spec, target=target), spark_schema)
+    # One task per file; `range` partitions need no shuffle (a DataFrame of paths would need a repartition).
+    ids = spark.range(0, len(nonblank), 1, len(nonblank))
+    df = ids.mapInArrow(functools.partial(read_files, spec=read_spec, target=target, files=tuple(nonblank)),
+                        spark_schema)
 
     def skipped() -> int:
-        counted = paths_df.mapInArrow(functools.partial(count_rejects, spec=read_spec), "n long").collect()
+        counted = ids.mapInArrow(functools.partial(count_rejects, spec=read_spec, files=tuple(nonblank)),
+                                 "n long").collect()
         return sum(int(r[0]) for r in counted)
 
     return Ingest(df, columns, fmt, skipped=skipped if on_error == "skip" else None)
@@ -680,8 +384,8 @@ def _read_duckdb(spark: SparkSession, files: list[str], fmt: str, options: Mappi
 def _count_on_driver(files: Sequence[str], spec: FileRead) -> int:
     import pyarrow as pa
 
-    batch = pa.RecordBatch.from_arrays([pa.array(list(files), pa.string())], ["path"])
-    return sum(int(b.column(0)[0].as_py()) for b in count_rejects(iter([batch]), spec))
+    batch = pa.RecordBatch.from_arrays([pa.array(range(len(files)), pa.int64())], ["id"])
+    return sum(int(b.column(0)[0].as_py()) for b in count_rejects(iter([batch]), spec, tuple(files)))
 
 
 def _overrides(con: duckdb.DuckDBPyConnection, names: Sequence[str], table: Sequence[ColumnInfo] | None,

@@ -302,7 +302,8 @@ def run_write(
     if (_option(target.meta, "require_commit_message") or "false").lower() == "true" and not message:
         raise UsageError("this lake requires a commit message", hint="pass --message")
 
-    from ducklake_cli.engine.ingest import conform, ingest_errors, read_input, refuse_no_columns
+    from ducklake_cli.engine.ingest import conform, read_input, refuse_no_columns
+    from ducklake_cli.engine.ingest_duckdb import ingest_errors
     from ducklake_cli.engine.writer import columns_from_spark, write_files
     from ducklake_cli.ops.query import spark_errors, sql_dataframe
 
@@ -357,9 +358,12 @@ def _commit(lake: Lake, target: _Target, columns: Sequence[ColumnInfo], partitio
         _remove(lake, target, files)
         files = []
     created = target.existing is None
+    raced: list[bool] = []  # set when another writer created the table since we planned (we append to it)
 
     def build(tx: Transaction) -> None:
-        _check_conflicts(tx, target, mode)
+        raced.clear()
+        if _check_conflicts(tx, target, mode, columns, partition):
+            raced.append(True)
         from ducklake_cli.catalog.writes import TableWrite, create_table, ensure_schema
 
         table = _table_at(tx, target)
@@ -369,7 +373,7 @@ def _commit(lake: Lake, target: _Target, columns: Sequence[ColumnInfo], partitio
             path = (target.table_dir_name, True) if (schema.path or "") == planned else (target.table_dir, False)
             table = create_table(tx, schema, target.name, columns, partition, inline=limit > 0, path=path)
         tw = TableWrite(tx, table)
-        if mode == "overwrite" and not created:
+        if mode == "overwrite" and (not created or raced):
             tw.end_live_data()
         tw.add_files(files)
         if inlined:
@@ -381,8 +385,9 @@ def _commit(lake: Lake, target: _Target, columns: Sequence[ColumnInfo], partitio
     except BaseException:
         _remove(lake, target, files)
         raise
+    made = created and not raced and snapshot_id is not None
     return WriteResult(f"{target.schema_name}.{target.name}", mode, snapshot_id, rows, len(files),
-                       sum(f.file_size_bytes for f in files), len(inlined), created and snapshot_id is not None,
+                       sum(f.file_size_bytes for f in files), len(inlined), made,
                        tuple(target.table_dir + f.path for f in files))
 
 
@@ -395,17 +400,36 @@ def _table_at(tx: Transaction, target: _Target) -> TableInfo | None:
     return None
 
 
-def _check_conflicts(tx: Transaction, target: _Target, mode: str) -> None:
-    """Spec §5.5 for a write: what others committed since we planned must not touch our table."""
+def _layout(columns: Sequence[ColumnInfo]) -> tuple[Any, ...]:
+    """What our data files depend on: field ids, names and types, nested included."""
+    return tuple((c.column_id, c.name.lower(), c.type, _layout(c.children)) for c in columns)
+
+
+def _check_conflicts(tx: Transaction, target: _Target, mode: str, columns: Sequence[ColumnInfo],
+                     partition: Sequence[tuple[int, str]]) -> bool:
+    """Spec §5.5 for a write: what others committed since we planned must not touch our table. True when another
+    writer created our new table meanwhile with exactly our columns: an append (or overwrite) then goes into it."""
     if tx.latest.snapshot_id == target.base_snapshot:
-        return
+        return False
     other = tx.changes_since(target.base_snapshot)
     qualified = f"{target.schema_name}.{target.name}"
     if target.existing is None:
-        if qualified in other.get("tables_created", set()):
-            raise CommitConflictError(f"another writer created table {qualified} meanwhile",
-                                      hint="nothing was changed; rerun with --mode append")
-        return
+        if qualified not in other.get("tables_created", set()):
+            return False
+        if mode == "create":
+            raise TableExistsError(f"another writer created table {qualified} meanwhile",
+                                   hint="nothing was changed; rerun with --mode append to add these rows")
+        theirs = _table_at(tx, target)
+        their_partition = [(f.column_id, f.transform) for f in theirs.partition.fields] \
+            if theirs is not None and theirs.partition else []
+        schema = next((x for x in tx.reader.schemas(tx.latest.snapshot_id) if x.name == target.schema_name), None)
+        same_dir = theirs is not None and schema is not None and (theirs.path or "") == target.table_dir_name \
+            and theirs.path_is_relative and schema.path_is_relative and (schema.path or "") == target.schema_dir_name
+        if theirs is None or not same_dir or _layout(theirs.columns) != _layout(columns) \
+                or their_partition != list(partition):
+            raise CommitConflictError(f"another writer created table {qualified} meanwhile, with other columns "
+                                      "or partitioning", hint="nothing was changed; rerun the write to append")
+        return True
     tid = str(target.existing.table_id)
     blocking = ["tables_dropped", "tables_altered", "tables_deleted_from", "inlined_delete"]
     if mode == "overwrite":
@@ -417,3 +441,4 @@ def _check_conflicts(tx: Transaction, target: _Target, mode: str) -> None:
                 hint="nothing was changed; rerun the write")
     if _table_at(tx, target) is None:
         raise NotFoundError(f"table {qualified} was dropped meanwhile")
+    return False

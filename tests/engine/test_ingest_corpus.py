@@ -6,6 +6,7 @@ the catalog is left as it was."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,23 +76,23 @@ def make_spot(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> S
     return spot
 
 
-def snapshot_count(spot: Spot) -> int:
-    """How many snapshots DuckDB sees in the lake."""
-    con = oracle_connect()
-    try:
-        con.execute(spot.attach())
-        row = con.execute("SELECT count(*) FROM lake.snapshots()").fetchone()
-        return int(row[0]) if row else 0
-    finally:
-        con.close()
+def snapshot_count(con: duckdb.DuckDBPyConnection, spot: Spot) -> int:
+    """How many snapshots DuckDB sees in the lake (attached afresh)."""
+    con.execute("DETACH DATABASE IF EXISTS lake")
+    con.execute(spot.attach())
+    row = con.execute("SELECT count(*) FROM lake.snapshots()").fetchone()
+    return int(row[0]) if row else 0
 
 
-def check_case(case: Case, spot: Spot, inputs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def check_case(case: Case, spot: Spot, inputs: Path, capsys: pytest.CaptureFixture[str],
+               con: duckdb.DuckDBPyConnection) -> None:
     """Write one corpus case through the CLI and compare with DuckDB's reader (or check the refusal)."""
     files = case.write(inputs)
     catalog_file = Path(spot.catalog) if spot.backend != "postgres" else None
-    before = digest(catalog_file) if catalog_file else None
-    snapshots = snapshot_count(spot)
+    refused = case.refusal is not None
+    before = digest(catalog_file) if catalog_file and refused else None
+    snapshots = snapshot_count(con, spot) if refused else 0
+    con.execute("DETACH DATABASE IF EXISTS lake")  # our side may need to open a DuckDB catalog file
     args = ["write", spot.catalog, case.name, "--format", "json"]
     for f in files:
         args += ["--from", f]
@@ -102,21 +103,33 @@ def check_case(case: Case, spot: Spot, inputs: Path, capsys: pytest.CaptureFixtu
         assert case.refusal in err and Path(files[0]).name in err, err
         if catalog_file:
             assert digest(catalog_file) == before
-        assert snapshot_count(spot) == snapshots  # DuckDB still attaches; nothing was committed
+        assert snapshot_count(con, spot) == snapshots  # DuckDB still attaches; nothing was committed
         return
     assert code == 0, err
+    con.execute(spot.attach())
+    assert_same_table(con, f'lake.main."{case.name}"', expected_relation(case, files))
+    con.execute("DETACH DATABASE IF EXISTS lake")
+
+
+@pytest.fixture(scope="module")
+def corpus_lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Spot, duckdb.DuckDBPyConnection]]:
+    """One SQLite lake (each case writes its own table) and one oracle connection for the whole corpus."""
+    tmp = tmp_path_factory.mktemp("corpus")
+    path = str(tmp / "cat.sqlite")
+    spot = Spot("sqlite", path, path, tmp / "data")
+    create_catalog(parse_catalog(path, must_exist=False), data_path=str(spot.data_path))
     con = oracle_connect()
     try:
-        con.execute(spot.attach())
-        assert_same_table(con, f'lake.main."{case.name}"', expected_relation(case, files))
+        yield spot, con
     finally:
         con.close()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_corpus_on_sqlite(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                          request: pytest.FixtureRequest, spark: SparkSession) -> None:
-    check_case(case, make_spot("sqlite", tmp_path, request), tmp_path / "inputs", capsys)
+                          corpus_lake: tuple[Spot, duckdb.DuckDBPyConnection], spark: SparkSession) -> None:
+    spot, con = corpus_lake
+    check_case(case, spot, tmp_path / "inputs", capsys, con)
 
 
 BACKEND_CASES = [c for c in CASES if c.name in ("rfc_quoting", "reordered_headers", "json_nested",
@@ -127,5 +140,9 @@ BACKEND_CASES = [c for c in CASES if c.name in ("rfc_quoting", "reordered_header
 def test_corpus_sample_on_other_catalogs(backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                          request: pytest.FixtureRequest, spark: SparkSession) -> None:
     spot = make_spot(backend, tmp_path, request)
-    for case in BACKEND_CASES:
-        check_case(case, spot, tmp_path / "inputs", capsys)
+    con = oracle_connect()
+    try:
+        for case in BACKEND_CASES:
+            check_case(case, spot, tmp_path / "inputs", capsys, con)
+    finally:
+        con.close()
