@@ -17,6 +17,8 @@ from ducklake_cli.errors import (
 if TYPE_CHECKING:
     from sqlalchemy import URL, Connection, Engine
 
+    from ducklake_cli.catalog.models import ColumnInfo
+
 
 class Backend:
     """Behaviour shared by all backends; subclasses override what differs."""
@@ -71,7 +73,7 @@ class Backend:
 
         return set(inspect(conn).get_table_names(schema=self.metadata_schema))
 
-    def inlined_value_sql(self, quoted_column: str, ducklake_type: str) -> str:
+    def inlined_value_sql(self, quoted_column: str, column: ColumnInfo) -> str:
         """How to select an inlined-data column so its value can be decoded (default: as stored)."""
         return quoted_column
 
@@ -183,6 +185,41 @@ class SQLiteBackend(Backend):
         return CatalogUnreachableError(f"cannot open SQLite catalog {self.target.path}: {getattr(exc, 'orig', exc)}")
 
 
+def _holds_variant(column: ColumnInfo) -> bool:
+    return column.type == "variant" or any(_holds_variant(c) for c in column.children)
+
+
+def _variants_as_json(expr: str, column: ColumnInfo, depth: int) -> str | None:
+    """A DuckDB expression rebuilding `expr` with every VARIANT inside turned into its JSON text (a variant
+    null is SQL NULL, as in files); None when the column holds no variant."""
+    if not _holds_variant(column):
+        return None
+    if column.type == "variant":
+        return f"CASE WHEN {expr} IS NULL THEN NULL ELSE CAST(CAST({expr} AS JSON) AS VARCHAR) END"
+    var = f"__v{depth}"
+    if column.type == "list":
+        return f"list_transform({expr}, lambda {var}: {_variants_as_json(var, column.children[0], depth + 1)})"
+    if column.type == "map":
+        key, value = column.children
+        parts = ", ".join(
+            f"{name} := {_variants_as_json(_field(var, name), c, depth + 1) or _field(var, name)}"
+            for name, c in (("key", key), ("value", value)))
+        return f"map_from_entries(list_transform(map_entries({expr}), lambda {var}: struct_pack({parts})))"
+    # struct_extract, not `expr.name`: a dotted name could resolve to a table's column instead.
+    fields = ", ".join(
+        f"{_quote(c.name)} := {_variants_as_json(_field(expr, c.name), c, depth) or _field(expr, c.name)}"
+        for c in column.children)
+    return f"CASE WHEN {expr} IS NULL THEN NULL ELSE struct_pack({fields}) END"
+
+
+def _quote(ident: str) -> str:
+    return '"' + ident.replace('"', '""') + '"'
+
+
+def _field(expr: str, name: str) -> str:
+    return f"struct_extract({expr}, '" + name.replace("'", "''") + "')"
+
+
 class DuckDBBackend(Backend):
     """DuckDB file catalogs (duckdb 1.5.5 through duckdb_engine)."""
 
@@ -201,9 +238,10 @@ class DuckDBBackend(Backend):
 
         return {"poolclass": NullPool, "connect_args": {"read_only": read_only}}
 
-    def inlined_value_sql(self, quoted_column: str, ducklake_type: str) -> str:
-        """Native values as DuckDB text, which DuckDB casts back exactly (nested types included)."""
-        return f"CAST({quoted_column} AS VARCHAR)"
+    def inlined_value_sql(self, quoted_column: str, column: ColumnInfo) -> str:
+        """Native values as DuckDB text, which DuckDB casts back exactly (nested types included); VARIANT values,
+        nested ones too, as the compact JSON the other backends' files give."""
+        return f"CAST({_variants_as_json(quoted_column, column, 0) or quoted_column} AS VARCHAR)"
 
     def inlined_column_type(self, ducklake_type: str, duckdb_type: str) -> str:
         """Native DuckDB types, nested ones included."""
@@ -250,8 +288,9 @@ class PostgresBackend(Backend):
         """Bounded connect time so an unreachable server fails fast."""
         return {"connect_args": {"connect_timeout": 5}, "pool_pre_ping": False}
 
-    def inlined_value_sql(self, quoted_column: str, ducklake_type: str) -> str:
+    def inlined_value_sql(self, quoted_column: str, column: ColumnInfo) -> str:
         """bytea (varchar, json, blob) as raw bytes; everything else as PostgreSQL text."""
+        ducklake_type = column.type
         if ducklake_type in ("varchar", "json", "blob"):
             return quoted_column
         if ducklake_type == "interval":

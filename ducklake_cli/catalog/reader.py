@@ -595,7 +595,7 @@ class MetadataReader:
         """Every row of an inlined-data table inserted at or before S, deleted ones too (flush):
         `(row_id, begin_snapshot, end_snapshot, value per column)`, values in storage form."""
         q = self.backend.qualify
-        exprs = ", ".join(self.backend.inlined_value_sql(self.backend.quote(c.name), c.type) for c in columns)
+        exprs = ", ".join(self.backend.inlined_value_sql(self.backend.quote(c.name), c) for c in columns)
         sql = (f"SELECT row_id, begin_snapshot, end_snapshot{', ' + exprs if exprs else ''} "
                f"FROM {q(inlined.table_name)} WHERE begin_snapshot <= {int(snapshot_id)} ORDER BY row_id")
         return [tuple(r) for r in self.conn.exec_driver_sql(sql)]
@@ -613,7 +613,7 @@ class MetadataReader:
         """Rows of one inlined-data table live at S: `(row_id, value per column)`, values in the backend's raw
         storage form (text, number, bytes); `decode_inlined` turns them into typed values."""
         q = self.backend.qualify
-        exprs = ", ".join(self.backend.inlined_value_sql(self.backend.quote(c.name), c.type) for c in columns)
+        exprs = ", ".join(self.backend.inlined_value_sql(self.backend.quote(c.name), c) for c in columns)
         sid = int(snapshot_id)
         sql = (f"SELECT row_id{', ' + exprs if exprs else ''} FROM {q(inlined.table_name)} "
                f"WHERE begin_snapshot <= {sid} AND (end_snapshot IS NULL OR end_snapshot > {sid}) ORDER BY row_id")
