@@ -49,8 +49,10 @@ _ACCEPTS: dict[str, frozenset[str]] = {
     "float32": frozenset({"int8", "int16", "uint8", "uint16"}),
     "float64": frozenset({"float32", "int8", "int16", "int32", "uint8", "uint16", "uint32"}),
     "timestamptz": frozenset({"timestamp"}), "timestamp": frozenset({"date"}),
-    "uint8": frozenset(), "uint16": frozenset({"uint8"}), "uint32": frozenset({"uint8", "uint16"}),
-    "uint64": frozenset({"uint8", "uint16", "uint32"}), "json": frozenset({"varchar"}),
+    # Unsigned columns read back by Spark as the next wider signed type; the writer's Arrow cast checks the range.
+    "uint8": frozenset({"int8", "int16"}), "uint16": frozenset({"int8", "int16", "int32"}),
+    "uint32": frozenset({"int8", "int16", "int32", "int64"}), "uint64": frozenset({"int8", "int16", "int32", "int64"}),
+    "json": frozenset({"varchar"}),
 }
 _INT_DIGITS = {"int8": 3, "int16": 5, "int32": 10, "int64": 19, "uint8": 3, "uint16": 5, "uint32": 10, "uint64": 20}
 # DuckDB type ids (DuckDBPyType.id) → DuckLake types (spec §8.1).

@@ -270,3 +270,24 @@ def test_losing_the_race_to_create_the_table(env: Env, monkeypatch: pytest.Monke
     with pytest.raises(CommitConflictError, match="other columns"):
         env.write("o", src)
     assert env.attached().execute("SELECT count(*) FROM lake.main.o").fetchone() == (0,)
+
+
+@pytest.mark.s3
+def test_csv_and_json_on_s3_are_read_through_fsspec(s3_bucket: Any, tmp_path: Path, spark: SparkSession) -> None:
+    s3 = s3_bucket
+    fs = s3.filesystem()
+    base = f"{s3.bucket}/{s3.prefix}/in"
+    fs.pipe({f"{base}/csv/1.csv": b'id,s\n1,"a, ""b"""\n', f"{base}/csv/2.csv": b"s,id\nc,2\n",
+             f"{base}/t.jsonl": b'{"id": 3, "s": "d"}\n'})
+    catalog = str(tmp_path / "cat.sqlite")
+    create_catalog(parse_catalog(catalog, must_exist=False), data_path=str(tmp_path / "data"))
+    with connect(catalog, storage_options=s3.storage_options()) as lake:
+        run_write(lake, "t", source=[f"s3://{base}/csv/"], inline=False)
+        run_write(lake, "t", source=[f"s3://{base}/*.jsonl"], inline=False)
+    con = oracle_connect()
+    try:
+        con.execute(Spot("sqlite", catalog, catalog, tmp_path / "data").attach())
+        assert con.execute("SELECT id, s FROM lake.main.t ORDER BY id").fetchall() == [
+            (1, 'a, "b"'), (2, "c"), (3, "d")]
+    finally:
+        con.close()
