@@ -278,3 +278,31 @@ def test_small_write_of_every_type_is_inlined_as_duckdb_reads_it(lakes: Lakes) -
     rows = con.execute("SELECT * FROM lake.tiny EXCEPT ALL SELECT * FROM read_parquet(?) WHERE id < 7",
                        [src]).fetchall()
     assert (rows, con.execute("SELECT count(*) FROM lake.tiny").fetchall()) == ([], [(7,)])
+
+
+@pytest.mark.parametrize("spot", ["sqlite"], indirect=True)
+def test_duckdb_written_files_rotate_and_partition(lakes: Lakes) -> None:
+    con = lakes.con
+    con.execute(lakes.spot.attach())
+    sql = f"SELECT *, ['eu', 'us', NULL][id % 3 + 1] AS region FROM ({DUCKDB_TYPES})"
+    src = str(lakes.tmp / "parts.parquet")
+    con.execute(f"COPY ({sql}) TO '{src}' (FORMAT parquet)")
+    con.execute(f"CREATE TABLE lake.src_parts AS SELECT * FROM read_parquet('{src}')")
+    con.execute(f"CREATE TABLE lake.parts AS SELECT * FROM read_parquet('{src}') LIMIT 0")
+    con.execute("ALTER TABLE lake.parts SET PARTITIONED BY (region)")
+    con.execute("CALL lake.set_option('target_file_size', '8KB', table_name => 'parts')")
+    con.execute("CALL lake.set_option('parquet_row_group_size', 20, table_name => 'parts')")  # rotation checks
+    con.execute("DETACH lake")
+    lake = connect(lakes.spot.catalog)
+    try:
+        run_write(lake, "main.parts", query="SELECT * FROM main.src_parts", mode="append")
+    finally:
+        lake.close()
+    con.execute(lakes.spot.attach())
+    assert con.execute("SELECT * FROM lake.parts EXCEPT ALL SELECT * FROM read_parquet(?)", [src]).fetchall() == []
+    assert con.execute("SELECT count(*) FROM lake.parts").fetchall() == [(300,)]
+    files = [p for (p,) in con.execute("SELECT data_file FROM ducklake_list_files('lake', 'parts')").fetchall()]
+    for region in ("eu", "us", "__HIVE_DEFAULT_PARTITION__"):
+        assert sum(f"/region={region}/" in p for p in files) >= 2, region  # rotated within each partition
+    assert con.execute("SELECT count(*) FROM lake.parts WHERE region = 'eu' AND u IS NOT NULL").fetchall() == \
+        con.execute("SELECT count(*) FROM read_parquet(?) WHERE region = 'eu' AND u IS NOT NULL", [src]).fetchall()
