@@ -368,8 +368,7 @@ def _read_duckdb(spark: SparkSession, files: list[str], fmt: str, options: Mappi
         batches = [b for f in nonblank for b in read_file(f, read_spec, target)]
         data = pa.Table.from_batches(batches, schema=target)
         rejects = _count_on_driver(nonblank, read_spec) if on_error == "skip" else 0
-        return Ingest(spark.createDataFrame(data.to_pandas(), schema=spark_schema) if data.num_rows
-                      else spark.createDataFrame([], spark_schema), columns, fmt, skipped=lambda: rejects)
+        return Ingest(spark.createDataFrame(data, schema=spark_schema), columns, fmt, skipped=lambda: rejects)
     # One task per file; `range` partitions need no shuffle (a DataFrame of paths would need a repartition).
     ids = spark.range(0, len(nonblank), 1, len(nonblank))
     df = ids.mapInArrow(functools.partial(read_files, spec=read_spec, target=target, files=tuple(nonblank)),

@@ -220,6 +220,11 @@ def test_a_directory_of_csv_files_and_standard_input(env: Env, monkeypatch: pyte
     assert result.rows == 2
     rows = env.attached().execute("SELECT id, name FROM lake.main.d ORDER BY id").fetchall()
     assert rows == [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
+    text = b"id,amount,stamp\n1,12345678901234567.89,2024-01-02 03:04:05+02\n"
+    monkeypatch.setattr(sys, "stdin", type("Stdin", (), {"buffer": io.BytesIO(text)})())
+    env.write("typed", "-", schema="amount DECIMAL(20,2)")
+    row = env.attached().execute("SELECT amount, epoch(stamp) FROM lake.main.typed").fetchone()
+    assert row == (Decimal("12345678901234567.89"), 1704157445.0)  # 01:04:05 UTC
 
 
 @sqlite
