@@ -8,19 +8,20 @@ import typer
 
 from ducklake_cli.cli.common import (
     AsOfOpt,
-    CatalogArg,
     ConfOpt,
     DataPathOpt,
     DebugOpt,
     FormatOpt,
     MasterOpt,
     MetadataSchemaOpt,
+    OptionalCatalogArg,
     RemoteOpt,
     SnapshotOpt,
     finish_spark,
     open_lake,
     parse_time,
     resolve_catalog,
+    shift_catalog,
     spark_settings,
 )
 from ducklake_cli.cli.render import MAX_TABLE_ROWS, OutputFormat, message, render, render_stream
@@ -28,10 +29,11 @@ from ducklake_cli.errors import UsageError
 
 
 def query(
-    catalog: CatalogArg,
-    sql: Annotated[str, typer.Argument(help="Spark SQL over the lake's tables: `schema.table` (unqualified names "
-                                            "are in schema main), `t VERSION AS OF 3`, `t TIMESTAMP AS OF '…'`.",
-                                       show_default=False)],
+    catalog: OptionalCatalogArg = None,
+    sql: Annotated[str | None, typer.Argument(
+        help="Spark SQL over the lake's tables: `schema.table` (unqualified names are in schema main), "
+             "`t VERSION AS OF 3`, `t TIMESTAMP AS OF '…'`. With one argument, CATALOG is $DUCKLAKE_CATALOG.",
+        show_default=False)] = None,
     snapshot: SnapshotOpt = None,
     as_of: AsOfOpt = None,
     output: Annotated[str | None, typer.Option("--output", "-o", help="Write all rows to one .parquet, .csv or "
@@ -59,6 +61,7 @@ def query(
 
       ducklake query prod "SELECT * FROM events WHERE day = DATE '2026-01-31'" --output day.parquet
     """
+    catalog, sql = shift_catalog(catalog, sql, "SQL")
     if snapshot is not None and as_of is not None:
         raise UsageError("--snapshot and --as-of cannot be used together")
     from ducklake_cli.ops.query import run_query

@@ -11,10 +11,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ErrorLevel, ParseError, SqlglotError
+from sqlglot.errors import ErrorLevel, ParseError, SqlglotError, TokenError
 
 from ducklake_cli.engine.predicates import Op, Predicate
 from ducklake_cli.errors import QueryError
@@ -527,11 +528,34 @@ def _cast(value: object, to: exp.DataType) -> object | None:
 
 def _syntax_message(exc: SqlglotError) -> str:
     errors = exc.errors if isinstance(exc, ParseError) else []
+    if isinstance(exc, TokenError):
+        return "SQL syntax error: a quoted string or name is not closed"
     if not errors:
         return f"SQL syntax error: {_one_line(str(exc))}"
     first = errors[0]
-    what = _TOKEN.sub(lambda m: "end of input" if m[1] == "SENTINEL" else repr(m[2]), first["description"])
-    return f"SQL syntax error at line {first['line']}, column {first['col']}: {_one_line(what)}"
+    return f"SQL syntax error at line {first['line']}, column {first['col']}: {_plain_words(first)}"
+
+
+_MISSING = re.compile(r"Required keyword: '\w+' missing for <class '(?:[\w.]+\.)?(\w+)'>")
+_CLAUSES = {"Where": "WHERE", "Having": "HAVING", "Order": "ORDER BY", "Group": "GROUP BY", "From": "FROM",
+            "Join": "JOIN", "Limit": "LIMIT", "Select": "SELECT", "Qualify": "QUALIFY"}
+
+
+def _plain_words(error: dict[str, Any]) -> str:
+    """sqlglot's parser wording (class names, token dumps) as a sentence a SQL user reads."""
+    description = str(error.get("description") or "")
+    near = (error.get("highlight") or "").strip()
+    at = f" after {_one_line(near)!r}" if near else ""
+    if description.startswith("Invalid expression / Unexpected token"):
+        return f"unexpected {_one_line(near)!r}" if near else "unexpected end of input"
+    missing = _MISSING.fullmatch(description)
+    if missing:
+        clause = _CLAUSES.get(missing[1])
+        return f"incomplete {clause} clause" if clause else f"incomplete expression{at}"
+    if description.startswith("Expecting "):
+        return f"expected {description.removeprefix('Expecting ').strip()!r}{at}"
+    what = _TOKEN.sub(lambda m: "end of input" if m[1] == "SENTINEL" else repr(m[2]), description)
+    return _one_line(what)
 
 
 def _one_line(text: str) -> str:

@@ -77,7 +77,7 @@ CASES = [
     C("query-bad-remote", "query", "{cat}", "SELECT 1", "--remote", "http://localhost:1", code=1,
       needle="Spark Connect URL"),
     C("query-bad-conf", "query", "{cat}", "SELECT 1", "--conf", "novalue", code=2, needle="key=value"),
-    C("query-no-sql", "query", "{cat}", code=2, needle="sql"),
+    C("query-no-sql", "query", "{cat}", code=2, needle="CATALOG"),
     C("query-unknown-column", "query", "{cat}", "SELECT nope FROM t", code=1, needle="nope", spark=True),
     # write
     C("write-no-source", "write", "{cat}", "t", code=2, needle="--from"),

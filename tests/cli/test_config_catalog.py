@@ -52,6 +52,9 @@ def test_every_command_takes_catalog_from_the_environment(lake: Path, tmp_path: 
     env = {"DUCKLAKE_CATALOG": str(lake)}
     code, out, err = cli("inspect", "--format", "json", env=env)
     assert code == 0 and json.loads(out)["catalog"].endswith("cat.sqlite"), err
+    # query [CATALOG] SQL: one argument is the SQL (a metadata-only count, so no Spark)
+    code, out, err = cli("query", "SELECT count(*) FROM t", "--format", "json", env=env)
+    assert code == 0 and json.loads(out) == [{"count(1)": 913}], (out, err)
     code, out, err = cli("maintain", "expire", "--keep-last", "1", "--dry-run", "--format", "json", env=env)
     assert code == 0 and json.loads(out)["dry_run"] is True, err
     # write [CATALOG] TABLE: one argument is the TABLE (the --from check runs after CATALOG resolved)
@@ -74,7 +77,7 @@ def test_the_argument_beats_the_environment(lake: Path, tmp_path: Path, cli: Run
 
 
 def test_no_catalog_anywhere_is_a_usage_error(cli: Runner) -> None:
-    for args in (["inspect"], ["maintain", "cleanup"], ["create-catalog", "--data-path", "d"]):
+    for args in (["inspect"], ["query", "SELECT 1"], ["maintain", "cleanup"], ["create-catalog", "--data-path", "d"]):
         code, _, err = cli(*args)
         assert code == 2 and "no CATALOG given" in err and err.count("\n") == 1, err
 
