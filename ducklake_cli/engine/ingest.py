@@ -70,6 +70,10 @@ _CSV_ALIASES = {"sep": "delim", "delimiter": "delim", "nullvalue": "nullstr", "d
                 "quote": "quote", "escape": "escape", "comment": "comment"}
 
 
+# Spark reader options DuckDB's readers need no counterpart for (it detects types and multi-line records itself).
+_SPARK_ONLY = frozenset({"inferschema", "multiline"})
+
+
 @dataclass(frozen=True)
 class Ingest:
     """The input as a DataFrame, with its DuckLake columns when DuckDB parsed it (None: take them from Spark)."""
@@ -262,6 +266,8 @@ def _csv_params(options: Mapping[str, str], on_error: str) -> dict[str, Any]:
     """read_csv parameters: RFC 4180 quoting unless the user says otherwise, their options, error handling."""
     params: dict[str, Any] = {"quote": '"', "escape": '"'}
     for key, value in options.items():
+        if key.lower() in _SPARK_ONLY:
+            continue
         name = _CSV_ALIASES.get(key.lower(), key.lower())
         params[name] = _option_value(value)
     if on_error == "skip":
@@ -270,7 +276,7 @@ def _csv_params(options: Mapping[str, str], on_error: str) -> dict[str, Any]:
 
 
 def _json_params(options: Mapping[str, str], on_error: str) -> dict[str, Any]:
-    params: dict[str, Any] = {k.lower(): _option_value(v) for k, v in options.items()}
+    params: dict[str, Any] = {k.lower(): _option_value(v) for k, v in options.items() if k.lower() not in _SPARK_ONLY}
     if on_error == "skip":
         raise UsageError("--on-error skip applies to CSV input; DuckDB's JSON reader turns bad records into "
                          "NULL rows instead of skipping them")

@@ -132,12 +132,13 @@ def sniff(con: duckdb.DuckDBPyConnection, fmt: str, files: Sequence[str], params
         params = {**params, "union_by_name": True}
     if fmt == "csv":
         try:
-            if any(_degenerate(con, f, params) for f in files):
-                if params.get("ignore_errors"):
-                    params = {**params, "delim": ","}
-                else:
-                    raise _Malformed()
             rel = con.sql(f"SELECT * FROM {reader_sql(fmt, files, params)}")
+            # A header with a comma in a column name is the sniffer's one-column fallback for malformed rows.
+            if any("," in n for n in rel.columns) and any(_degenerate(con, f, params) for f in files):
+                if not params.get("ignore_errors"):
+                    raise _Malformed()
+                params = {**params, "delim": ","}
+                rel = con.sql(f"SELECT * FROM {reader_sql(fmt, files, params)}")
             return list(rel.columns), list(rel.types), params
         except Exception as exc:
             located = _locate_csv_error(con, files, params, storage_options)
