@@ -296,3 +296,29 @@ def test_csv_and_json_on_s3_are_read_through_fsspec(s3_bucket: Any, tmp_path: Pa
             (1, 'a, "b"'), (2, "c"), (3, "d")]
     finally:
         con.close()
+
+
+def test_csv_through_spark_connect(spark_connect: Any, tmp_path: Path) -> None:
+    """CSV parsed by DuckDB inside the Connect server's Python workers; a bad line still comes back as one line."""
+    from tests.conftest import run_cli
+
+    catalog = str(tmp_path / "cat.sqlite")
+    create_catalog(parse_catalog(catalog, must_exist=False), data_path=str(tmp_path / "data"))
+    rows = "".join(f'{i},"n ""{i}"", x",{i}.25\n' for i in range(40))
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("id,name,amount\n" + rows)
+    (tmp_path / "in" / "b.csv").write_text("amount,id\n0.5,99\n")
+    res = run_cli("write", catalog, "t", "--from", str(tmp_path / "in"), "--remote", spark_connect.url)
+    assert res.returncode == 0, res.stderr[-2000:]
+    (tmp_path / "bad.csv").write_text("id,name,amount\n" + rows + "1,2\n")
+    res = run_cli("write", catalog, "t", "--from", str(tmp_path / "bad.csv"), "--remote", spark_connect.url)
+    assert res.returncode == 1 and res.stderr.count("\n") == 1 and "bad.csv line 42" in res.stderr, res.stderr
+    con = oracle_connect()
+    try:
+        con.execute(Spot("sqlite", catalog, catalog, tmp_path / "data").attach())
+        expected = f"read_csv([{sql_str(str(tmp_path / 'in' / 'a.csv'))}, {sql_str(str(tmp_path / 'in' / 'b.csv'))}]" \
+                   ", union_by_name=true)"
+        assert con.execute(f"SELECT * FROM lake.main.t EXCEPT ALL SELECT * FROM {expected}").fetchall() == []
+        assert con.execute("SELECT count(*) FROM lake.main.t").fetchone() == (41,)
+    finally:
+        con.close()
