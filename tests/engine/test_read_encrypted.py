@@ -47,7 +47,7 @@ def _build_encrypted(spot: Spot) -> list[str]:
 @pytest.mark.parametrize("spot", BACKENDS, indirect=True)
 def test_encrypted_files_are_refused_in_one_line_without_keys(spot: Spot) -> None:
     keys = _build_encrypted(spot)
-    for sql in ["SELECT * FROM t", "SELECT sum(id) FROM t WHERE secret <> 'x'"]:
+    for sql in ["SELECT sum(id) FROM t WHERE secret <> 'x'"]:
         out = run_cli("query", spot.catalog, sql, "--format", "json")
         assert out.returncode == 1, (out.stdout, out.stderr)
         assert out.stdout == ""
