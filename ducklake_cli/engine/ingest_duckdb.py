@@ -194,7 +194,7 @@ def _file_relation(con: duckdb.DuckDBPyConnection, spec: FileRead, path: str,
                            else spec.parse_types[by_lower[h.lower()]] for h in header}
     source = reader_sql(spec.fmt, [path], params)
     actual = {n.lower(): n for n in present}
-    exprs, raws = [], []
+    exprs, raws, unparsed = [], [], []
     for i, (name, out) in enumerate(zip(spec.names, spec.out_types, strict=True)):
         src = actual.get(name.lower())
         ref = _ident(src) if src else "NULL"
@@ -211,9 +211,12 @@ def _file_relation(con: duckdb.DuckDBPyConnection, spec: FileRead, path: str,
             exprs.append(f"CAST({parsed} AS {out}) AS {_ident(name)}")
             raws.append(f"CASE WHEN {ref} IS NOT NULL AND ({parsed} IS NULL OR {suspect}) THEN {ref} END "
                         f"AS {_ident(f'__raw_{i}')}")
+            unparsed.append(f"({ref} IS NOT NULL AND {parsed} IS NULL)")
         else:
             exprs.append(f"CAST({ref} AS {out}) AS {_ident(name)}")
-    return con.sql(f"SELECT {', '.join(exprs + raws)} FROM {source}")
+    # --on-error skip: rows DuckDB's reader would reject for a value of the wrong type are dropped here, as it would.
+    where = f" WHERE NOT ({' OR '.join(unparsed)})" if unparsed and spec.params.get("ignore_errors") else ""
+    return con.sql(f"SELECT {', '.join(exprs + raws)} FROM {source}{where}")
 
 
 def _exact(spec: FileRead, i: int) -> str:
@@ -323,7 +326,8 @@ def count_rejects(batches: Iterator[pa.RecordBatch], spec: FileRead, files: Sequ
                 params["types"] = {}
                 rel = _file_relation(con, FileRead(spec.fmt, params, spec.names, spec.parse_types, spec.out_types,
                                                    spec.storage_options), path, checked=False)
-                rel.aggregate("count(*)").fetchall()
+                for _ in rel.to_arrow_reader(spec.batch_rows):  # every value converted (count(*) would skip that)
+                    pass
                 row = con.sql("SELECT count(DISTINCT (file_id, line)) FROM reject_errors").fetchone()
                 total += int(row[0]) if row else 0
             finally:

@@ -187,16 +187,19 @@ def test_column_names_with_dots_and_other_characters(env: Env) -> None:
 @sqlite
 def test_on_error_skip_reports_the_skipped_rows(env: Env) -> None:
     lines = ["a,b"] + [f"{i},{i}" for i in range(300)]
-    lines[10], lines[250] = "1,2,3", "oops"
+    lines[10], lines[250], lines[280] = "1,2,3", "oops", "x,5"  # too long, too short, not a BIGINT
     src = env.file("bad.csv", "\n".join(lines) + "\n")
+    env.write("t", env.file("good.csv", "a,b\n-1,-1\n"), inline=False)  # BIGINT columns for the appends
     with pytest.raises(IngestError, match="line 11"):
         env.write("t", src)
     result = env.write("t", src, on_error="skip")
-    assert (result.rows, result.skipped_rows) == (298, 2)
-    assert result.to_json()["skipped_rows"] == 2
+    assert (result.rows, result.skipped_rows) == (297, 3)
+    assert result.to_json()["skipped_rows"] == 3
     con = env.attached()
-    assert con.execute(f"SELECT * FROM lake.main.t EXCEPT ALL SELECT * FROM read_csv({sql_str(src)}, "
-                       "ignore_errors=true)").fetchall() == []
+    expected = f"(SELECT -1 AS a, -1 AS b UNION ALL SELECT * FROM read_csv({sql_str(src)}, ignore_errors=true, " \
+               "types={'a': 'BIGINT', 'b': 'BIGINT'}))"
+    assert con.execute(f"SELECT * FROM lake.main.t EXCEPT ALL SELECT * FROM {expected}").fetchall() == []
+    assert con.execute(f"SELECT * FROM {expected} EXCEPT ALL SELECT * FROM lake.main.t").fetchall() == []
     with pytest.raises(UsageError, match="--on-error"):
         env.write("t", src, on_error="ignore")
 
