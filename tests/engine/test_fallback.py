@@ -298,6 +298,24 @@ def test_time_text_matches_duckdb() -> None:
     assert edge == ["24:00:00", None]
 
 
+def test_coarser_timestamp_units_round_like_duckdb() -> None:
+    """A finer timestamp registered into a TIMESTAMP_S / TIMESTAMP_MS column: rounded as DuckDB's cast rounds."""
+    from ducklake_cli.engine.fallback import _round_timestamps
+
+    rng = random.Random(5)
+    micros = [0, 1, -1, 499_999, 500_000, -500_000, -500_001, 1_500_000, -1_500_000, 500, -500, 1499, -1501]
+    micros += [rng.randint(-2 * 10**15, 2 * 10**15) for _ in range(300)]
+    micros += [rng.randint(-10**8, 10**8) // 500 * 500 for _ in range(100)]  # many exact halves
+    con = duckdb.connect()
+    for unit, step in (("TIMESTAMP_S", 10**6), ("TIMESTAMP_MS", 1000)):
+        want = [r[0] for r in con.execute(
+            f"SELECT epoch_us(CAST(make_timestamp(v) AS {unit})::TIMESTAMP) FROM unnest(?) WITH ORDINALITY u(v, o) "
+            "ORDER BY o", [micros]).fetchall()]
+        arr = pa.array(micros + [None], pa.int64()).cast(pa.timestamp("us"))
+        got = _round_timestamps(arr, step).cast(pa.int64()).to_pylist()
+        assert got == [*want, None], unit
+
+
 def test_double_json_text_matches_duckdb() -> None:
     from ducklake_cli.engine.fallback import _json_double
 
