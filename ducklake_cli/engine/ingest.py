@@ -22,7 +22,6 @@ from ducklake_cli.catalog.inlined import spark_compatible_type, stored_type
 from ducklake_cli.catalog.models import ColumnInfo
 from ducklake_cli.engine.ingest_duckdb import (
     FileRead,
-    IngestError,
     connect_duckdb,
     count_rejects,
     exact_check,
@@ -31,7 +30,7 @@ from ducklake_cli.engine.ingest_duckdb import (
     read_files,
     sniff,
 )
-from ducklake_cli.errors import UsageError
+from ducklake_cli.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     import duckdb
@@ -131,7 +130,7 @@ def columns_from_duckdb(names: Sequence[str], types: Sequence[Any]) -> tuple[Col
         elif tid in _FROM_DUCKDB:
             kind = _FROM_DUCKDB[tid]
         else:
-            raise IngestError(f"column {where} has DuckDB type {text}, which DuckLake cannot store",
+            raise InputError(f"column {where} has DuckDB type {text}, which DuckLake cannot store",
                              hint="give it another type with --schema")
         return ColumnInfo(column_id=cid, name=name, type=kind, nulls_allowed=True, initial_default=None,
                           default_value="NULL", default_value_type="literal", parent_column=parent,
@@ -146,13 +145,13 @@ def _refuse_duplicates(names: Sequence[str]) -> None:
     lowered = [n.lower() for n in names]
     dupes = sorted({n for n in lowered if lowered.count(n) > 1})
     if dupes:
-        raise IngestError(f"the input has duplicate column names: {', '.join(dupes)}")
+        raise InputError(f"the input has duplicate column names: {', '.join(dupes)}")
 
 
 def refuse_no_columns(columns: Sequence[ColumnInfo], what: str) -> None:
     """A table without columns makes DuckDB refuse to attach the whole lake: never create one."""
     if not columns:
-        raise IngestError(f"{what} has no columns; a DuckLake table needs at least one",
+        raise InputError(f"{what} has no columns; a DuckLake table needs at least one",
                          hint="check the input; nothing was written")
 
 
@@ -220,7 +219,7 @@ def expand_paths(paths: Sequence[str], storage_options: Mapping[str, Any] | None
             else:
                 found = [local] if os.path.exists(local) else []
             if not found:
-                raise IngestError(f"--from {p}: no such file or no files match")
+                raise InputError(f"--from {p}: no such file or no files match")
             out.extend(found)
             continue
         fs = filesystem(p, storage_options)
@@ -232,7 +231,7 @@ def expand_paths(paths: Sequence[str], storage_options: Mapping[str, Any] | None
         else:
             found = [p] if fs.exists(p) else []
         if not found:
-            raise IngestError(f"--from {p}: no such file or no files match")
+            raise InputError(f"--from {p}: no such file or no files match")
         out.extend(found)
     return out
 
@@ -345,7 +344,7 @@ def _read_duckdb(spark: SparkSession, files: list[str], fmt: str, options: Mappi
     nonblank = [f for f in files if not _is_blank(f, storage_options)]
     if not nonblank:
         what = label or (files[0] if len(files) == 1 else f"all {len(files)} input files")
-        raise IngestError(f"{what} is empty: no header and no rows, so no columns to write",
+        raise InputError(f"{what} is empty: no header and no rows, so no columns to write",
                          hint="nothing was written")
     if schema and table is not None:
         raise UsageError("--schema applies when the table is created; the table exists",
@@ -471,7 +470,7 @@ def conform(df: DataFrame, columns: Sequence[ColumnInfo], *, ignore_extra: bool)
     wanted = {c.name.lower() for c in columns}
     extra = [f.name for f in df.schema.fields if f.name.lower() not in wanted]
     if extra and not ignore_extra:
-        raise IngestError(f"the input has columns the table does not: {', '.join(extra)}",
+        raise InputError(f"the input has columns the table does not: {', '.join(extra)}",
                          hint="pass --ignore-extra-columns to drop them")
     exprs = []
     for i, c in enumerate(columns):
@@ -479,11 +478,11 @@ def conform(df: DataFrame, columns: Sequence[ColumnInfo], *, ignore_extra: bool)
         target = spark_type(c)
         if f is None:
             if not c.nulls_allowed:
-                raise IngestError(f"the input lacks column {c.name!r}, which is NOT NULL")
+                raise InputError(f"the input lacks column {c.name!r}, which is NOT NULL")
             exprs.append(F.lit(None).cast(target).alias(f"_c{i}"))
             continue
         if f.dataType != target and not accepts(c, f.dataType, repr(c.name)):
-            raise IngestError(f"column {c.name!r} is {duckdb_name(c)} in the table but {input_type_name(f.dataType)} "
+            raise InputError(f"column {c.name!r} is {duckdb_name(c)} in the table but {input_type_name(f.dataType)} "
                              "in the input; converting could change values",
                              hint="cast it in --query, or write to a new table")
         exprs.append(F.col(_spark_ref(f.name)).cast(target).alias(f"_c{i}"))

@@ -9,19 +9,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ducklake_cli.errors import DuckLakeError, UsageError
+from ducklake_cli.errors import DuckLakeError, InputError
 
 if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
 _MARK = "DUCKLAKE-INGEST: "  # prefixes executor errors so the driver can show them as one line
-
-
-class IngestError(UsageError):
-    """Input `write` cannot load exactly: empty, malformed, lossy, or not fitting the table (exit 1, bad input)."""
-
-    exit_code = 1
 
 
 # ----- DuckDB readers ----------------------------------------------------------------------------------------
@@ -143,16 +137,16 @@ def sniff(con: duckdb.DuckDBPyConnection, fmt: str, files: Sequence[str], params
         except Exception as exc:
             located = _locate_csv_error(con, files, params, storage_options)
             if located:
-                raise IngestError(located, hint="fix the file, or pass --on-error skip to skip bad rows") from exc
+                raise InputError(located, hint="fix the file, or pass --on-error skip to skip bad rows") from exc
             if isinstance(exc, _Malformed):
-                raise IngestError(f"{files[0]}: DuckDB cannot tell the CSV delimiter",
+                raise InputError(f"{files[0]}: DuckDB cannot tell the CSV delimiter",
                                  hint="pass --option delim=','") from exc
-            raise IngestError(csv_error(exc, files[0] if len(files) == 1 else "the input")) from exc
+            raise InputError(csv_error(exc, files[0] if len(files) == 1 else "the input")) from exc
     try:
         rel = con.sql(f"SELECT * FROM {reader_sql(fmt, files, params)}")
         return list(rel.columns), list(rel.types), params
     except Exception as exc:  # duckdb.Error
-        raise IngestError(csv_error(exc, files[0] if len(files) == 1 else "the input")) from exc
+        raise InputError(csv_error(exc, files[0] if len(files) == 1 else "the input")) from exc
 
 
 class _Malformed(Exception):
@@ -347,7 +341,7 @@ def ingest_errors_text(exc: BaseException) -> str | None:
 
 @contextlib.contextmanager
 def ingest_errors() -> Iterator[None]:
-    """An input file's parse error raised on an executor, as one-line `UsageError` naming the file and line."""
+    """An input file's parse error raised on an executor, as one-line `InputError` naming the file and line."""
     try:
         yield
     except DuckLakeError:
@@ -359,6 +353,6 @@ def ingest_errors() -> Iterator[None]:
         hint = "give the column an exact type with --schema" if "DOUBLE keeps" in text else \
             "append to a table whose type holds these values" if "without rounding" in text else \
             "fix the file, or pass --on-error skip to skip malformed CSV rows"
-        raise IngestError(text, hint=hint) from None
+        raise InputError(text, hint=hint) from None
 
 

@@ -16,8 +16,7 @@ import pytest
 from ducklake_cli.api import Lake, connect
 from ducklake_cli.catalog.url import parse_catalog
 from ducklake_cli.engine.ingest import parse_schema_option
-from ducklake_cli.engine.ingest_duckdb import IngestError
-from ducklake_cli.errors import CommitConflictError, DuckLakeError, UsageError
+from ducklake_cli.errors import CommitConflictError, DuckLakeError, InputError, UsageError
 from ducklake_cli.ops.create import create_catalog
 from ducklake_cli.ops.write import WriteResult, run_write
 from tests.conftest import ORACLE_BACKENDS, Spot
@@ -102,9 +101,9 @@ def test_input_without_columns_is_refused_and_the_catalog_is_untouched(env: Env,
     for path in empties:
         code, _, err = cli(capsys, "write", env.spot.catalog, "t", "--from", path)
         assert code == 1 and err.count("\n") == 1 and "empty" in err, err
-        with pytest.raises(IngestError, match="empty"):
+        with pytest.raises(InputError, match="empty"):
             env.write("t", path)
-    with pytest.raises(IngestError, match="no columns"):
+    with pytest.raises(InputError, match="no columns"):
         env.write("t", no_columns)
     if local:
         assert digest(local) == before
@@ -128,7 +127,7 @@ def test_decimals_never_go_through_double(env: Env) -> None:
     row = env.attached().execute("SELECT amount FROM lake.main.money WHERE id = 3").fetchone()
     assert row == (Decimal("98765432109876543.21"),)
     # Without --schema a sniffed DOUBLE that would round is refused, naming the row.
-    with pytest.raises(IngestError, match=r"data row 1: column 'amount' holds 98765432109876543\.21"):
+    with pytest.raises(InputError, match=r"data row 1: column 'amount' holds 98765432109876543\.21"):
         env.write("fresh", more)
 
 
@@ -148,7 +147,7 @@ def test_appends_cast_losslessly_and_name_both_real_types(env: Env) -> None:
     for bad, where in (("id\n1.5\n", r"data row 1: column 'id' holds 1.5, which BIGINT cannot hold"),
                        ("id,price\n3,1.234\n", r"data row 1: column 'price' holds 1.234, which DECIMAL\(10,2\)"),
                        ("id,price\n3,1\n4,12345678901.5\n", "bad.csv line 3: .*DECIMAL")):
-        with pytest.raises(IngestError, match=where):
+        with pytest.raises(InputError, match=where):
             env.write("t", env.file("bad.csv", bad))
     # Spark-typed input: widening is fine, anything that could change a value is refused naming both types.
     widen = str(env.inputs / "widen.parquet")
@@ -164,7 +163,7 @@ def test_appends_cast_losslessly_and_name_both_real_types(env: Env) -> None:
     for i, (expr, message) in enumerate(cases):
         path = str(env.inputs / f"bad{i}.parquet")
         env.attached().execute(f"COPY (SELECT {expr}) TO {sql_str(path)} (FORMAT parquet)")
-        with pytest.raises(IngestError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
             env.write("t", path)
     assert env.attached().execute("SELECT count(*) FROM lake.main.t").fetchone() == (3,)
 
@@ -190,7 +189,7 @@ def test_on_error_skip_reports_the_skipped_rows(env: Env) -> None:
     lines[10], lines[250], lines[280] = "1,2,3", "oops", "x,5"  # too long, too short, not a BIGINT
     src = env.file("bad.csv", "\n".join(lines) + "\n")
     env.write("t", env.file("good.csv", "a,b\n-1,-1\n"), inline=False)  # BIGINT columns for the appends
-    with pytest.raises(IngestError, match="line 11"):
+    with pytest.raises(InputError, match="line 11"):
         env.write("t", src)
     result = env.write("t", src, on_error="skip")
     assert (result.rows, result.skipped_rows) == (297, 3)
