@@ -99,7 +99,7 @@ class Backend:
         """Statement creating the metadata schema, when one is configured."""
         if not self.metadata_schema:
             return None
-        return f'CREATE SCHEMA IF NOT EXISTS "{self.metadata_schema}"'
+        return f"CREATE SCHEMA IF NOT EXISTS {self.quote(self.metadata_schema)}"
 
     def lock_snapshots_sql(self) -> str | None:
         """Statement that blocks concurrent commits until the transaction ends (None: the database serialises
@@ -220,6 +220,10 @@ def _field(expr: str, name: str) -> str:
     return f"struct_extract({expr}, '" + name.replace("'", "''") + "')"
 
 
+def _one_schema(name: str | None) -> tuple[None, str | None]:
+    return None, name
+
+
 class DuckDBBackend(Backend):
     """DuckDB file catalogs (duckdb 1.5.5 through duckdb_engine)."""
 
@@ -253,12 +257,18 @@ class DuckDBBackend(Backend):
 
     def list_tables(self, conn: Connection) -> set[str]:
         """Table names of the main schema of the file."""
-        schema = self.metadata_schema or "main"
         rows = conn.exec_driver_sql(
             "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
-            f"AND schema_name = '{schema}'"
+            "AND schema_name = $1", (self.metadata_schema or "main",)
         )
         return {r[0] for r in rows}
+
+    def create_engine(self, *, read_only: bool) -> Engine:
+        """As for every backend, but the metadata schema is always one quoted name: duckdb_engine would read a
+        dot in it as `database.schema`."""
+        engine = super().create_engine(read_only=read_only)
+        engine.dialect.identifier_preparer._separate = _one_schema  # type: ignore[attr-defined]
+        return engine
 
     def translate_connect_error(self, exc: Exception) -> DuckLakeError:
         """DuckDB lock and format errors as one line."""

@@ -72,6 +72,29 @@ class ColumnStatsSummary:
     maxs: list[str] = field(default_factory=list)
 
 
+def split_qualified(name: str) -> list[str]:
+    """`a."b.c"."d""e"` → `[a, b.c, d"e]`: dots split parts except inside double quotes (`""` is a quote)."""
+    parts: list[str] = []
+    current: list[str] = []
+    i, quoted = 0, False
+    while i < len(name):
+        ch = name[i]
+        if ch == '"':
+            if quoted and name[i + 1:i + 2] == '"':
+                current.append('"')
+                i += 1
+            else:
+                quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+        i += 1
+    parts.append("".join(current))
+    return parts
+
+
 def _bool(value: Any) -> bool | None:
     if value is None:
         return None
@@ -87,6 +110,7 @@ class MetadataReader:
         self.conn = conn
         self.backend = backend
         self._tables: set[str] | None = None
+        self._inlined_names: dict[str, list[str]] = {}
 
     # ----- catalog-wide ---------------------------------------------------------------------------------
     def table_names(self) -> set[str]:
@@ -228,7 +252,7 @@ class MetadataReader:
 
     def find_table(self, snapshot_id: int, name: str) -> TableInfo:
         """A table by `name` (schema main) or `schema.name` (a leading catalog part is ignored)."""
-        parts = [p.strip('"') for p in name.split(".")]
+        parts = split_qualified(name)
         schema_name, table_name = ("main", parts[-1]) if len(parts) == 1 else (parts[-2], parts[-1])
         tables = self.tables(snapshot_id)
         for tbl in tables:
@@ -589,13 +613,39 @@ class MetadataReader:
         ).scalar()
         return int(found) if found is not None else fallback
 
+    def inlined_column_names(self, table_name: str, columns: Sequence[ColumnInfo]) -> list[str]:
+        """The physical name of each column in an inlined-data table. DuckDB's postgres scanner quotes a name only
+        when DuckDB needs it, so PostgreSQL folds `"Id"` to `id`: match exactly, then ignoring case, then by place."""
+        if table_name not in self._inlined_names:
+            keys = self.conn.exec_driver_sql(f"SELECT * FROM {self.backend.qualify(table_name)} WHERE 1 = 0").keys()
+            self._inlined_names[table_name] = [str(k) for k in keys][3:]
+        physical = self._inlined_names[table_name]
+        exact = set(physical)
+        folded: dict[str, list[str]] = defaultdict(list)
+        for name in physical:
+            folded[name.lower()].append(name)
+        out = []
+        for i, c in enumerate(columns):
+            if c.name in exact:
+                out.append(c.name)
+            elif len(folded.get(c.name.lower(), ())) == 1:
+                out.append(folded[c.name.lower()][0])
+            else:
+                out.append(physical[i] if i < len(physical) and len(physical) == len(columns) else c.name)
+        return out
+
+    def _inlined_selects(self, inlined: InlinedTable, columns: Sequence[ColumnInfo]) -> str:
+        names = self.inlined_column_names(inlined.table_name, columns)
+        return ", ".join(self.backend.inlined_value_sql(self.backend.quote(n), c) for n, c in zip(names, columns,
+                                                                                                     strict=True))
+
     def inlined_rows_upto(
         self, snapshot_id: int, inlined: InlinedTable, columns: Sequence[ColumnInfo]
     ) -> list[tuple[Any, ...]]:
         """Every row of an inlined-data table inserted at or before S, deleted ones too (flush):
         `(row_id, begin_snapshot, end_snapshot, value per column)`, values in storage form."""
         q = self.backend.qualify
-        exprs = ", ".join(self.backend.inlined_value_sql(self.backend.quote(c.name), c) for c in columns)
+        exprs = self._inlined_selects(inlined, columns)
         sql = (f"SELECT row_id, begin_snapshot, end_snapshot{', ' + exprs if exprs else ''} "
                f"FROM {q(inlined.table_name)} WHERE begin_snapshot <= {int(snapshot_id)} ORDER BY row_id")
         return [tuple(r) for r in self.conn.exec_driver_sql(sql)]
@@ -613,7 +663,7 @@ class MetadataReader:
         """Rows of one inlined-data table live at S: `(row_id, value per column)`, values in the backend's raw
         storage form (text, number, bytes); `decode_inlined` turns them into typed values."""
         q = self.backend.qualify
-        exprs = ", ".join(self.backend.inlined_value_sql(self.backend.quote(c.name), c) for c in columns)
+        exprs = self._inlined_selects(inlined, columns)
         sid = int(snapshot_id)
         sql = (f"SELECT row_id{', ' + exprs if exprs else ''} FROM {q(inlined.table_name)} "
                f"WHERE begin_snapshot <= {sid} AND (end_snapshot IS NULL OR end_snapshot > {sid}) ORDER BY row_id")

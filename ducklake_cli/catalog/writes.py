@@ -182,7 +182,7 @@ class TableWrite:
         """
         tx, t, b = self.tx, self.table, self.tx.backend
         inlined = self._current_inlined_table()
-        names = [b.quote(c.name) for c in t.columns]
+        names = [b.quote(n) for n in tx.reader.inlined_column_names(inlined.table_name, t.columns)]
         first_row = self.next_row_id
         for i, row in enumerate(values):
             exprs, params = [], {"r": first_row + i, "b": tx.snapshot_id}
@@ -207,7 +207,10 @@ class TableWrite:
             newest = max(t.inlined_tables, key=lambda x: x.schema_version)
             if newest.table_name in self.tx.reader.table_names() or newest.schema_version == self.tx.schema_version:
                 q = self.tx.backend.qualify(newest.table_name)
-                if list(self.tx.execute_text(f"SELECT * FROM {q} WHERE 1 = 0").keys())[3:] == names:
+                # Names compare ignoring case: PostgreSQL folds the names DuckDB leaves unquoted (`Id` → `id`).
+                keys = self.tx.execute_text(f"SELECT * FROM {q} WHERE 1 = 0").keys()
+                physical = [str(k).lower() for k in keys]
+                if physical[3:] == [n.lower() for n in names]:
                     return newest
         self.tx.schema_changed = True
         created = create_inlined_table(self.tx, t)
