@@ -233,6 +233,13 @@ def file_spec(lake: Lake, meta: LakeMetadata, *, table_dir: str, columns: Sequen
         storage_options=dict(lake.storage_options))
 
 
+_NEVER_INLINED = frozenset({"geometry", "variant"})
+
+
+def _has_type(col: ColumnInfo, types: frozenset[str]) -> bool:
+    return col.type in types or any(_has_type(c, types) for c in col.children)
+
+
 def _inline_limit(target: _Target, inline: bool, columns: Sequence[ColumnInfo], lake: Lake) -> int:
     from ducklake_cli.catalog.writes import RESERVED_INLINE_NAMES
 
@@ -240,22 +247,16 @@ def _inline_limit(target: _Target, inline: bool, columns: Sequence[ColumnInfo], 
         return 0
     if any(c.name.lower() in RESERVED_INLINE_NAMES for c in columns):
         return 0
+    if any(_has_type(c, _NEVER_INLINED) for c in columns):  # DuckDB never inlines these either
+        return 0
     return int(_option(target.meta, "data_inlining_row_limit", target) or DEFAULT_INLINE_LIMIT)
 
 
 def _read_back(lake: Lake, target: _Target, files: Sequence[NewDataFile], columns: Sequence[ColumnInfo]) -> Any:
     """The rows of small just-written files (≤ the inlining limit), to inline instead."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from ducklake_cli.engine.writer import read_back
 
-    from ducklake_cli.storage.files import filesystem
-
-    tables = []
-    for f in files:
-        path = target.table_dir + f.path
-        with filesystem(path, lake.storage_options).open(path, "rb") as fh:
-            tables.append(pq.read_table(fh))
-    return pa.concat_tables(tables).select([c.name for c in columns])
+    return read_back([target.table_dir + f.path for f in files], columns, lake.storage_options)
 
 
 def _remove(lake: Lake, target: _Target, files: Sequence[NewDataFile]) -> None:
