@@ -1,5 +1,6 @@
-"""Driver side of `write`: input DataFrames, Spark → DuckLake types, conforming to a table, and the Spark job that
-writes Parquet files on executors (engine/parquet_files.py) and returns their descriptions."""
+"""Driver side of `write`: Spark → DuckLake types, the Arrow layout of files, and the Spark job that writes Parquet
+files on executors (engine/parquet_files.py) and returns their descriptions. Input reading and conforming input to
+a table are in engine/ingest.py."""
 
 from __future__ import annotations
 
@@ -10,26 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, NewDataFile
 from ducklake_cli.engine.parquet_files import FileSpec, Leaf, PartitionKey, file_from_json, write_batches
-from ducklake_cli.engine.types import spark_type
 from ducklake_cli.errors import UsageError
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
     from pyspark.sql.types import DataType
 
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
-INPUT_FORMATS = ("parquet", "csv", "json", "orc")
-# Input types each table type accepts: the spec's promotions (§5.4), decimal widening, and the Spark types our
-# reader gives unsigned columns (checked for range when written).
-_ACCEPTS: dict[str, frozenset[str]] = {
-    "int16": frozenset({"int8"}), "int32": frozenset({"int8", "int16"}), "int64": frozenset({"int8", "int16", "int32"}),
-    "float64": frozenset({"float32"}), "timestamptz": frozenset({"timestamp"}),
-    "uint8": frozenset({"int8", "int16"}), "uint16": frozenset({"int8", "int16", "int32"}),
-    "uint32": frozenset({"int8", "int16", "int32", "int64"}), "uint64": frozenset({"int8", "int16", "int32", "int64"}),
-    "json": frozenset({"varchar"}),
-}
-_INT_DIGITS = {"int8": 3, "int16": 5, "int32": 10, "int64": 19}
 
 
 # ----- types -----------------------------------------------------------------------------------------------------
@@ -159,78 +148,6 @@ def leaves(columns: Sequence[ColumnInfo]) -> tuple[Leaf, ...]:
     for i, c in enumerate(columns):
         walk(c, (i,))
     return tuple(out)
-
-
-# ----- conforming input to a table ---------------------------------------------------------------------------
-
-def _accepts(table: ColumnInfo, given: DataType, where: str) -> bool:
-    from pyspark.sql import types as T
-
-    have = ducklake_type(given, where)
-    if table.type == "struct":
-        if not isinstance(given, T.StructType) or len(given.fields) != len(table.children):
-            return False
-        return all(f.name.lower() == c.name.lower() and _accepts(c, f.dataType, f"{where}.{f.name}")
-                   for f, c in zip(given.fields, table.children, strict=True))
-    if table.type == "list":
-        return isinstance(given, T.ArrayType) and _accepts(table.children[0], given.elementType, where)
-    if table.type == "map":
-        return (isinstance(given, T.MapType) and _accepts(table.children[0], given.keyType, where)
-                and _accepts(table.children[1], given.valueType, where))
-    if have == table.type or have in _ACCEPTS.get(table.type, ()):
-        return True
-    m_to, m_from = _DECIMAL.fullmatch(table.type), _DECIMAL.fullmatch(have)
-    if m_to and (m_from or have in _INT_DIGITS):
-        p2, s2 = int(m_to.group(1)), int(m_to.group(2))
-        p1, s1 = (int(m_from.group(1)), int(m_from.group(2))) if m_from else (_INT_DIGITS[have], 0)
-        return s2 >= s1 and p2 - s2 >= p1 - s1
-    return table.type == "uint64" and have == "decimal(20,0)"
-
-
-def conform(df: DataFrame, columns: Sequence[ColumnInfo], *, ignore_extra: bool) -> DataFrame:
-    """Select the table's columns from `df` by name (case-insensitive), cast compatible types, NULL for missing
-    nullable columns; refuse incompatible types, missing NOT NULL columns and (unless ignored) extra columns."""
-    from pyspark.sql import functions as F
-
-    by_name = {f.name.lower(): f for f in df.schema.fields}
-    wanted = {c.name.lower() for c in columns}
-    extra = [f.name for f in df.schema.fields if f.name.lower() not in wanted]
-    if extra and not ignore_extra:
-        raise UsageError(f"the input has columns the table does not: {', '.join(extra)}",
-                         hint="pass --ignore-extra-columns to drop them")
-    exprs = []
-    for c in columns:
-        f = by_name.get(c.name.lower())
-        target = spark_type(c)
-        if f is None:
-            if not c.nulls_allowed:
-                raise UsageError(f"the input lacks column {c.name!r}, which is NOT NULL")
-            exprs.append(F.lit(None).cast(target).alias(c.name))
-            continue
-        if not _accepts(c, f.dataType, repr(c.name)):
-            raise UsageError(f"column {c.name!r} is {c.type_text()} in the table but the input has "
-                             f"{f.dataType.simpleString()}, which cannot be converted safely")
-        exprs.append(F.col(f"`{f.name}`").cast(target).alias(c.name))
-    return df.select(*exprs)
-
-
-# ----- reading input -----------------------------------------------------------------------------------------
-
-def read_input(spark: SparkSession, paths: Sequence[str], fmt: str | None, options: Mapping[str, str]) -> DataFrame:
-    """Files, a glob or a directory as a DataFrame (format from `fmt` or the file extension)."""
-    fmt = fmt or _guess_format(paths[0])
-    opts = {"header": "true", "inferSchema": "true"} if fmt == "csv" else {}
-    opts.update(options)
-    return spark.read.format(fmt).options(**opts).load(list(paths))
-
-
-def _guess_format(path: str) -> str:
-    name = path.rstrip("/").rsplit("/", 1)[-1].lower()
-    for ext, fmt in ((".parquet", "parquet"), (".csv", "csv"), (".tsv", "csv"), (".json", "json"),
-                     (".jsonl", "json"), (".ndjson", "json"), (".orc", "orc")):
-        if name.endswith(ext) or name.endswith(ext + ".gz"):
-            return fmt
-    return "parquet"
 
 
 # ----- the write job -----------------------------------------------------------------------------------------
