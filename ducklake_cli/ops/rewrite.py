@@ -52,23 +52,27 @@ class _Context:
     catalog: str
 
 
-def _variant_skip(tables: Sequence[TableInfo], notes: list[str], *, named: bool) -> list[TableInfo]:
-    """Tables without VARIANT columns; a note for each one left alone (an error for a table named with --table).
-    Spark holds a variant as JSON text, so a rewrite would turn its dates, decimals and 32-bit integers into JSON
-    strings and numbers."""
-    def has_variant(c: Any) -> bool:
-        return bool(c.type == "variant" or any(has_variant(k) for k in c.children))
+# Types Spark cannot hold exactly: VARIANT as JSON text (its dates, decimals and 32-bit integers would come back as
+# JSON strings and numbers), TIMESTAMP_NS as microseconds (the nanosecond digits would be cut).
+_NOT_REWRITABLE = {"variant": "VARIANT", "timestamp_ns": "TIMESTAMP_NS"}
+
+
+def _rewritable(tables: Sequence[TableInfo], notes: list[str], *, named: bool) -> list[TableInfo]:
+    """Tables whose rows survive a Spark rewrite unchanged; a note for each one left alone (an error for a table
+    named with --table)."""
+    def kinds(c: Any) -> set[str]:
+        return ({_NOT_REWRITABLE[c.type]} if c.type in _NOT_REWRITABLE else set()).union(*map(kinds, c.children))
 
     keep = []
     for t in tables:
-        if any(has_variant(c) for c in t.columns):
-            if named:
-                raise UsageError(f"{t.schema_name}.{t.name} has VARIANT columns; rewriting them would change the "
-                                 "types of their values (not supported yet)")
-            notes.append(f"left {t.schema_name}.{t.name} alone: rewriting VARIANT columns would change the types "
-                         "of their values (not supported yet)")
-        else:
+        found = sorted(set().union(*map(kinds, t.columns)))
+        if not found:
             keep.append(t)
+            continue
+        why = f"rewriting {'/'.join(found)} columns on Spark would change their values (not supported yet)"
+        if named:
+            raise UsageError(f"{t.schema_name}.{t.name}: {why}")
+        notes.append(f"left {t.schema_name}.{t.name} alone: {why}")
     return keep
 
 
@@ -298,7 +302,7 @@ def plan_compact(lake: Lake, *, table: str | None = None, max_input_files: int |
         groups: list[FileGroup] = []
         notes: list[str] = []
         budget = max_input_files
-        for t in _variant_skip(_pick_tables(r, ctx.base_snapshot, table, ctx.meta), notes, named=table is not None):
+        for t in _rewritable(_pick_tables(r, ctx.base_snapshot, table, ctx.meta), notes, named=table is not None):
             target = parse_size(target_size or ctx.meta.option("target_file_size", table_id=t.table_id,
                                                                schema_id=t.schema_id) or str(1 << 29))
             schema = next(sc for sc in r.schemas(ctx.base_snapshot) if sc.schema_id == t.schema_id)
@@ -344,7 +348,7 @@ def plan_rewrite(lake: Lake, *, table: str | None = None, threshold: float | Non
         ctx = _context(lake, r)
         groups = []
         notes: list[str] = []
-        for t in _variant_skip(_pick_tables(r, ctx.base_snapshot, table, ctx.meta), notes, named=table is not None):
+        for t in _rewritable(_pick_tables(r, ctx.base_snapshot, table, ctx.meta), notes, named=table is not None):
             limit = threshold if threshold is not None else float(
                 ctx.meta.option("rewrite_delete_threshold", table_id=t.table_id, schema_id=t.schema_id)
                 or DEFAULT_REWRITE_THRESHOLD)
