@@ -329,8 +329,22 @@ def read_input(
         raise UsageError("--schema applies to CSV and JSON input; Parquet and ORC files carry their own types")
     if on_error != "fail":
         raise UsageError("--on-error skip applies to CSV input")
-    df = spark.read.format(fmt).options(**dict(options)).load(list(paths))
+    try:
+        df = spark.read.format(fmt).options(**dict(options)).load(list(paths))
+    except Exception as exc:
+        if fmt != "parquet" or not _spark_lacks_type(exc):
+            raise
+        # UUID, INTERVAL, TIME, TIMETZ, TIMESTAMP_NS, … (e.g. files from DuckDB's COPY): DuckDB reads them exactly.
+        return _read_duckdb(spark, files, fmt, {}, table=table, schema=None, on_error=on_error,
+                            storage_options=storage_options, on_driver=False, label=None)
     return Ingest(df, None, fmt)
+
+
+def _spark_lacks_type(exc: Exception) -> bool:
+    """Whether Spark's Parquet reader refused a file's schema for a type it has no form for."""
+    text = str(exc)
+    return any(f"[{cls}]" in text for cls in ("PARQUET_TYPE_ILLEGAL", "PARQUET_TYPE_NOT_SUPPORTED",
+                                                "PARQUET_TYPE_NOT_RECOGNIZED", "UNSUPPORTED_TIME_TYPE"))
 
 
 def _read_duckdb(spark: SparkSession, files: list[str], fmt: str, options: Mapping[str, str], *,
@@ -349,7 +363,8 @@ def _read_duckdb(spark: SparkSession, files: list[str], fmt: str, options: Mappi
     if schema and table is not None:
         raise UsageError("--schema applies when the table is created; the table exists",
                          hint="appends parse the input into the table's own column types")
-    params = _csv_params(options, on_error) if fmt == "csv" else _json_params(options, on_error)
+    params = (_csv_params(options, on_error) if fmt == "csv" else _json_params(options, on_error) if fmt == "json"
+              else {})
     con = connect_duckdb(storage_options, nonblank)
     try:
         names, types, params = sniff(con, fmt, nonblank, params, storage_options)

@@ -42,8 +42,8 @@ def one_line(text: str) -> str:
 
 
 def reader_sql(fmt: str, files: Sequence[str], params: Mapping[str, Any]) -> str:
-    """`read_csv(...)` / `read_json(...)` over files with named parameters."""
-    fn = "read_csv" if fmt == "csv" else "read_json"
+    """`read_csv(...)` / `read_json(...)` / `read_parquet(...)` over files with named parameters."""
+    fn = {"csv": "read_csv", "json": "read_json", "parquet": "read_parquet"}[fmt]
     args = [_lit(list(files)) if len(files) > 1 else _lit(files[0])]
     args += [f"{k}={_lit(v)}" for k, v in params.items()]
     return f"{fn}({', '.join(args)})"
@@ -172,7 +172,10 @@ class FileRead:
 def _file_relation(con: duckdb.DuckDBPyConnection, spec: FileRead, path: str,
                    checked: bool = True) -> duckdb.DuckDBPyRelation:
     by_lower = {n.lower(): i for i, n in enumerate(spec.names)}
-    if spec.fmt == "json":
+    if spec.fmt == "parquet":
+        params = {k: v for k, v in spec.params.items() if k != "union_by_name"}
+        present = set(con.sql(f"SELECT * FROM {reader_sql('parquet', [path], params)}").columns)
+    elif spec.fmt == "json":
         cols = dict(zip(spec.names, spec.parse_types, strict=True))
         params = {k: v for k, v in spec.params.items() if k != "union_by_name"}
         params["columns"] = cols
@@ -208,6 +211,9 @@ def _file_relation(con: duckdb.DuckDBPyConnection, spec: FileRead, path: str,
             unparsed.append(f"({ref} IS NOT NULL AND {parsed} IS NULL)")
         else:
             exprs.append(f"CAST({ref} AS {out}) AS {_ident(name)}")
+        if src and spec.parse_types[i] == "TIMESTAMP_NS":  # Spark holds microseconds: nanoseconds would be cut
+            raws.append(f"CASE WHEN epoch_ns(CAST({ref} AS TIMESTAMP_NS)) % 1000 <> 0 THEN CAST({ref} AS VARCHAR) "
+                        f"END AS {_ident(f'__ns_{i}')}")
     # --on-error skip: rows DuckDB's reader would reject for a value of the wrong type are dropped here, as it would.
     where = f" WHERE NOT ({' OR '.join(unparsed)})" if unparsed and spec.params.get("ignore_errors") else ""
     return con.sql(f"SELECT {', '.join(exprs + raws)} FROM {source}{where}")
@@ -265,6 +271,17 @@ def _check_exact(batch: pa.RecordBatch, spec: FileRead, path: str, first_row: in
             raise ValueError(f"{where}, which {spec.parse_types[i]} cannot hold without rounding")
 
 
+def _check_nanos(batch: pa.RecordBatch, spec: FileRead, path: str, first_row: int) -> None:
+    """Refuse TIMESTAMP_NS values with nanosecond digits, which the trip through Spark would cut."""
+    for i, name in enumerate(spec.names):
+        k = batch.schema.get_field_index(f"__ns_{i}")
+        if k < 0 or batch.column(k).null_count == batch.num_rows:
+            continue
+        row, text = next((r, t) for r, t in enumerate(batch.column(k).to_pylist()) if t is not None)
+        raise ValueError(f"{_MARK}{path} data row {first_row + row + 1}: column {name!r} holds {text}, whose "
+                         "nanoseconds Spark cannot carry (it keeps microseconds); nothing was written")
+
+
 class _Reparse(Exception):
     """A value the sniffed type cannot parse: read the file again with it, for DuckDB's own error and line."""
 
@@ -281,6 +298,7 @@ def read_file(path: str, spec: FileRead, target: pa.Schema) -> Iterator[pa.Recor
             if batch.num_rows:
                 if any(spec.exact):
                     _check_exact(batch, spec, path, rows)
+                _check_nanos(batch, spec, path, rows)
                 rows += batch.num_rows
                 arrays = [batch.column(i).cast(target.field(i).type) for i in range(len(target))]
                 yield pa.RecordBatch.from_arrays(arrays, schema=target)
@@ -352,6 +370,7 @@ def ingest_errors() -> Iterator[None]:
             raise
         hint = "give the column an exact type with --schema" if "DOUBLE keeps" in text else \
             "append to a table whose type holds these values" if "without rounding" in text else \
+            "round the values to microseconds first" if "nanoseconds Spark" in text else \
             "fix the file, or pass --on-error skip to skip malformed CSV rows"
         raise InputError(text, hint=hint) from None
 

@@ -44,6 +44,8 @@ def ducklake_type(dtype: DataType, where: str) -> str:
     for cls, name in simple:
         if isinstance(dtype, cls):
             return name
+    if type(dtype).__name__ == "TimeType":  # Parquet TIME files, read with spark.sql.timeType.enabled
+        return "time"
     hint = "cast it in --query, e.g. CAST(NULL AS INT)" if isinstance(dtype, T.NullType) else None
     raise UsageError(f"column {where} has Spark type {dtype.simpleString()}, which DuckLake cannot store", hint=hint)
 

@@ -324,3 +324,35 @@ def test_csv_through_spark_connect(spark_connect: Any, tmp_path: Path) -> None:
         assert con.execute("SELECT count(*) FROM lake.main.t").fetchone() == (41,)
     finally:
         con.close()
+
+
+DUCKDB_ONLY_TYPES = """SELECT i AS n, md5(i::VARCHAR)::UUID AS u, to_days(i::INTEGER) + to_milliseconds(i) AS iv,
+    TIME '01:02:03' + to_microseconds(i) AS t, ('12:00:00+0' || (i % 9)::VARCHAR)::TIMETZ AS ttz,
+    (TIMESTAMP '2020-01-01' + to_microseconds(i * 1000001))::TIMESTAMP_NS AS ts_ns,
+    (i * 1000000007)::HUGEINT AS h, {'u': md5((i + 1)::VARCHAR)::UUID} AS st
+    FROM range(40) r(i)"""
+
+
+@backends
+def test_parquet_with_types_spark_cannot_read_is_read_by_duckdb(env: Env) -> None:
+    """Parquet from DuckDB's COPY with UUID, INTERVAL, TIME, TIMETZ, TIMESTAMP_NS, HUGEINT: Spark's reader refuses
+    their schema, so DuckDB reads them, and the table equals DuckDB's read_parquet in rows and types."""
+    src = str(env.inputs / "duck.parquet")
+    env.con.execute(f"COPY ({DUCKDB_ONLY_TYPES}) TO {sql_str(src)} (FORMAT parquet)")
+    env.write("main.d", src, mode="create", inline=False)
+    con = env.attached()
+    want = con.execute(f"SELECT CAST(COLUMNS(*) AS VARCHAR) FROM read_parquet({sql_str(src)}) ORDER BY n").fetchall()
+    assert con.execute("SELECT CAST(COLUMNS(*) AS VARCHAR) FROM lake.main.d ORDER BY n").fetchall() == want
+    described = dict(con.execute("SELECT column_name, column_type FROM "
+                                 f"(DESCRIBE SELECT * FROM read_parquet({sql_str(src)}))").fetchall())
+    assert env.types("d") == described
+
+
+@sqlite
+def test_parquet_nanoseconds_are_refused_not_cut(env: Env) -> None:
+    src = str(env.inputs / "ns.parquet")
+    env.con.execute(f"COPY (SELECT 1 AS n, '2020-01-01 00:00:00.123456789'::TIMESTAMP_NS AS ts) TO {sql_str(src)}")
+    before = digest(Path(env.spot.catalog))
+    with pytest.raises(InputError, match=r"data row 1: column 'ts' holds 2020-01-01 00:00:00\.123456789"):
+        env.write("main.ns", src, mode="create")
+    assert digest(Path(env.spot.catalog)) == before
