@@ -68,3 +68,18 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
         [sys.executable, "-m", "ducklake_cli", *args], capture_output=True, text=True, cwd=cwd or REPO,
         env=full_env, timeout=120, check=False,
     )
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """`ducklake ARGS` in this process (Spark is the test session's): exit code, and what it printed since the
+    last read of `capsys` (stdout, stderr)."""
+    from ducklake_cli.cli.app import main
+
+    capsys.readouterr()
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ducklake_cli.catalog.inlined import DUCKDB_TYPES
 from ducklake_cli.catalog.models import LeafStats, NewDataFile
 from ducklake_cli.catalog.stats import FLOAT_TYPES, NO_BOUNDS, encode_stat, render_value
 from ducklake_cli.engine.prune import bucket_of
@@ -319,15 +320,8 @@ class _OpenFile:
 
 # ----- files DuckDB writes ------------------------------------------------------------------------------------
 
-_DUCK_LEAF = {
-    "boolean": "BOOLEAN", "int8": "TINYINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT",
-    "uint8": "UTINYINT", "uint16": "USMALLINT", "uint32": "UINTEGER", "uint64": "UBIGINT", "int128": "HUGEINT",
-    "uint128": "UHUGEINT", "float32": "FLOAT", "float64": "DOUBLE", "date": "DATE", "time": "TIME",
-    "time_ns": "TIME_NS", "timetz": "TIMETZ", "timestamp": "TIMESTAMP", "timestamp_us": "TIMESTAMP",
-    "timestamptz": "TIMESTAMPTZ", "timestamp_s": "TIMESTAMP_S", "timestamp_ms": "TIMESTAMP_MS",
-    "timestamp_ns": "TIMESTAMP_NS", "interval": "INTERVAL", "varchar": "VARCHAR", "json": "JSON", "blob": "BLOB",
-    "uuid": "UUID", "geometry": "GEOMETRY", "variant": "VARIANT",
-}
+# DuckDB's own name for each leaf type; the inlined tables' names differ only where they store text or blobs.
+_DUCK_LEAF = {**DUCKDB_TYPES, "json": "JSON", "geometry": "GEOMETRY", "variant": "VARIANT"}
 
 
 def _ident(name: str) -> str:

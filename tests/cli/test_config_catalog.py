@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ducklake_cli.cli.app import main
+from tests.conftest import run_main
 from tests.fixtures.lakes import build_lake
 
 Runner = Callable[..., tuple[int, str, str]]
@@ -37,13 +37,7 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp
             monkeypatch.setenv(key, value)
         with open(os.devnull) as null:
             monkeypatch.setattr(sys, "stdin", null)
-            try:
-                main(list(args))
-                code = 0
-            except SystemExit as exc:
-                code = int(exc.code or 0)
-        out = capsys.readouterr()
-        return code, out.out, out.err
+            return run_main(capsys, *args)
 
     return run
 

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ducklake_cli.cli.app import main
-from tests.conftest import REPO, Spot, run_cli
+from tests.conftest import REPO, Spot, run_cli, run_main
 from tests.fixtures.lakes import build_lake
 
 SUMMARY_KEYS = {"verb", "catalog", "dry_run", "snapshots_expired", "files_scheduled", "files_deleted", "bytes_freed",
@@ -27,15 +26,7 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return root / "cat.sqlite", root / "data"
 
 
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """Run the CLI in this process (stdin is not a terminal under pytest): exit code, stdout, stderr."""
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
+cli = run_main  # stdin is not a terminal under pytest
 
 
 def tree(data: Path) -> dict[str, int]:

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ducklake_cli.cli.app import main
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_main
 from tests.fixtures.oracle import attach_clause, oracle_connect
 
 # verb → its arguments (every one has something to do on the lake below)
@@ -82,13 +81,7 @@ def _cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, st
     monkeypatch.delenv("DUCKLAKE_CATALOG", raising=False)
     if stdin is not None:
         monkeypatch.setattr(sys, "stdin", stdin)
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    return run_main(capsys, *args)
 
 
 def test_the_lake_gives_every_verb_work(template: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -14,7 +14,7 @@ import pytest
 
 from ducklake_cli.catalog.url import parse_catalog
 from ducklake_cli.ops.create import create_catalog
-from tests.conftest import ORACLE_BACKENDS, Spot
+from tests.conftest import ORACLE_BACKENDS, Spot, run_main
 from tests.fixtures.corpus import CASES, Case
 from tests.fixtures.oracle import oracle_connect, sql_str
 
@@ -25,18 +25,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.spark
 
 
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """`ducklake ARGS` in this process (the Spark session is the test session's): exit code, stdout, stderr."""
-    from ducklake_cli.cli.app import main
-
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
+cli = run_main
 
 
 def expected_relation(case: Case, files: list[str]) -> str:
