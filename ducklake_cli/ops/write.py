@@ -108,8 +108,10 @@ def parse_size(text: str) -> int:
 
 
 def split_table_name(name: str) -> tuple[str, str]:
-    """`schema.table` or `table` (schema main)."""
-    parts = [p.strip().strip('`"') for p in name.split(".")]
+    """`schema.table` or `table` (schema main); double-quoted parts may hold dots and `""` quotes."""
+    from ducklake_cli.catalog.reader import split_qualified
+
+    parts = split_qualified(name.strip())
     if len(parts) == 1 and parts[0]:
         return "main", parts[0]
     if len(parts) == 2 and all(parts):

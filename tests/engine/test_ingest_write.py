@@ -356,3 +356,11 @@ def test_parquet_nanoseconds_are_refused_not_cut(env: Env) -> None:
     with pytest.raises(InputError, match=r"data row 1: column 'ts' holds 2020-01-01 00:00:00\.123456789"):
         env.write("main.ns", src, mode="create")
     assert digest(Path(env.spot.catalog)) == before
+
+
+@sqlite
+def test_quoted_schema_and_table_names_may_hold_dots_and_quotes(env: Env) -> None:
+    src = env.file("q.csv", "a\n1\n2\n")
+    env.write('"s.1"."my ""q"" t"', src, mode="create", inline=False)
+    con = env.attached()
+    assert con.execute('SELECT a FROM lake."s.1"."my ""q"" t" ORDER BY a').fetchall() == [(1,), (2,)]
