@@ -51,9 +51,9 @@ def _rich_section(section: Section) -> Any:
         table.add_column(col, overflow="fold")
     rows = section.rows
     if len(rows) > MAX_TABLE_ROWS:
-        rows = rows[:MAX_TABLE_ROWS]
-        table.caption = (f"showing the first {MAX_TABLE_ROWS:,} of {len(section.rows):,} rows; "
-                         "--format csv or json shows all")
+        rows = rows[-MAX_TABLE_ROWS:] if section.history else rows[:MAX_TABLE_ROWS]
+        table.caption = (f"showing the {'newest' if section.history else 'first'} {MAX_TABLE_ROWS:,} of "
+                         f"{len(section.rows):,} rows; --format csv or json shows all")
     cell = _data_cell if section.data else _cell
     for row in rows:
         table.add_row(*(cell(v) for v in row))

@@ -226,7 +226,8 @@ class SnapshotList:
              "; ".join(f"{k}: {', '.join(v)}" for k, v in s.changes.items()), s.author, s.commit_message)
             for s in self.snapshots
         )
-        return [Section("Snapshots", ("snapshot_id", "time", "schema_version", "changes", "author", "message"), rows)]
+        return [Section("Snapshots", ("snapshot_id", "time", "schema_version", "changes", "author", "message"), rows,
+                        history=True)]
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from typing import Any, Protocol
 class Section:
     """One table of output: a title, column headers and rows. `csv` marks the section `--format csv` prints;
     `table=False` leaves it out of the terminal table (a CSV-only form of what another section shows);
-    `data` marks query values (shown as they are, NULL with its own marker) rather than metadata."""
+    `data` marks query values (shown as they are, NULL with its own marker) rather than metadata; `history` marks
+    rows oldest first, of which a capped terminal table shows the newest."""
 
     title: str
     columns: tuple[str, ...]
@@ -21,6 +22,7 @@ class Section:
     csv: bool = True
     table: bool = True
     data: bool = False
+    history: bool = False
 
 
 class Result(Protocol):

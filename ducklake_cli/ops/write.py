@@ -249,7 +249,7 @@ def _inline_limit(target: _Target, inline: bool, columns: Sequence[ColumnInfo], 
         return 0
     if any(c.name.lower() in RESERVED_INLINE_NAMES for c in columns):
         return 0
-    if any(_has_type(c, _NEVER_INLINED) for c in columns):  # DuckDB never inlines these either
+    if any(_has_type(c, _NEVER_INLINED) for c in columns):  # DuckDB: never GEOMETRY, VARIANT only in .ducklake files
         return 0
     return int(_option(target.meta, "data_inlining_row_limit", target) or DEFAULT_INLINE_LIMIT)
 

@@ -106,3 +106,23 @@ def test_table_shows_the_first_rows(capsys: pytest.CaptureFixture[str], monkeypa
     ids = [line.split("│")[1].strip() for line in out.splitlines() if line.count("│") == 4]
     assert ids[:2] == ["0", "1"] and str(MAX_TABLE_ROWS - 1) in ids and str(MAX_TABLE_ROWS) not in ids
     assert f"showing the first {MAX_TABLE_ROWS}" in out
+
+
+def test_a_long_history_shows_its_newest_rows(capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from ducklake_cli.ops.results import Section
+
+    class History:
+        def sections(self) -> list[Section]:
+            rows = tuple((i, f"t{i}") for i in range(MAX_TABLE_ROWS + 20))
+            return [Section("Snapshots", ("snapshot_id", "time"), rows, history=True)]
+
+        def to_json(self) -> Any:
+            return []
+
+    monkeypatch.setenv("COLUMNS", "200")
+    render(History(), OutputFormat.table)
+    out = capsys.readouterr().out
+    ids = [line.split("│")[1].strip() for line in out.splitlines() if line.count("│") == 3]
+    assert ids[-1] == str(MAX_TABLE_ROWS + 19) and "19" not in ids and "20" in ids
+    assert f"showing the newest {MAX_TABLE_ROWS}" in out
