@@ -17,7 +17,7 @@ import pytest
 
 from ducklake_cli.api import Lake, connect
 from ducklake_cli.catalog.url import parse_catalog
-from ducklake_cli.errors import DuckLakeError, UsageError
+from ducklake_cli.errors import DuckLakeError, InputError
 from ducklake_cli.ops.create import create_catalog
 from ducklake_cli.ops.write import WriteResult, run_write
 from tests.conftest import ORACLE_BACKENDS, Spot
@@ -361,10 +361,10 @@ def test_append_casts_promotions_and_refuses_the_rest(env: Env) -> None:
     before = con.execute("SELECT count(*) FROM lake.snapshots()").fetchone()
     env.detach()
     bad_type = env.parquet("bad", "SELECT 'x' AS id FROM range(30)")
-    with pytest.raises(UsageError, match="'id' is (int64|BIGINT) in the table but (the input has string|VARCHAR)"):
+    with pytest.raises(InputError, match="'id' is (int64|BIGINT) in the table but (the input has string|VARCHAR)"):
         env.write("p", bad_type)
     extra = env.parquet("extra", "SELECT i::BIGINT AS id, 1 AS surprise FROM range(30) t(i)")
-    with pytest.raises(UsageError, match="surprise"):
+    with pytest.raises(InputError, match="surprise"):
         env.write("p", extra)
     env.write("p", extra, ignore_extra_columns=True)
     with pytest.raises(DuckLakeError, match="already exists"):
