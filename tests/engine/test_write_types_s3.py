@@ -23,10 +23,10 @@ def test_compact_duckdb_written_types_on_s3(s3_bucket: S3Target, spark_connect: 
                                             tmp_path: Path) -> None:
     s3, catalog = s3_bucket, tmp_path / "cat.sqlite"
     con = _oracle(s3, catalog)
-    con.execute("CREATE TABLE lake.u (k UUID, iv INTERVAL, ts TIMESTAMP_NS, h HUGEINT, n INTEGER)")
+    con.execute("CREATE TABLE lake.u (k UUID, iv INTERVAL, ts TIMESTAMP_MS, h HUGEINT, n INTEGER)")
     for i in range(3):
         con.execute(f"INSERT INTO lake.u SELECT md5(i::VARCHAR)::UUID, to_days(i::INTEGER), "
-                    f"(TIMESTAMP '2024-01-01' + to_microseconds(i))::TIMESTAMP_NS, i * 7, i "
+                    f"(TIMESTAMP '2024-01-01' + to_milliseconds(i))::TIMESTAMP_MS, i * 7, i "
                     f"FROM range({i * 50}, {i * 50 + 50}) r(i)")
     con.execute("DELETE FROM lake.u WHERE n >= 100 AND n <> 120")
     query = "SELECT rowid, CAST(COLUMNS(*) AS VARCHAR) FROM lake.u ORDER BY rowid"
