@@ -113,7 +113,6 @@ def finish_spark() -> None:
     from ducklake_cli.ops.spark_server import release_sessions
 
     if release_sessions():
-        import os
         import sys
 
         sys.stdout.flush()
@@ -169,8 +168,6 @@ def check_catalogwritable(resolved: Resolved) -> None:
 
 def writable(path: Path) -> bool:
     """Whether this process may write `path` (root too: an immutable or read-only mount says no)."""
-    import os
-
     if not os.access(path, os.W_OK):
         return False
     if path.is_dir():

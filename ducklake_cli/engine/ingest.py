@@ -30,6 +30,7 @@ from ducklake_cli.engine.ingest_duckdb import (
     read_files,
     sniff,
 )
+from ducklake_cli.engine.types import DECIMAL_TYPE
 from ducklake_cli.errors import InputError, UsageError
 
 if TYPE_CHECKING:
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 INPUT_FORMATS = ("parquet", "csv", "json", "orc")
 ON_ERROR = ("fail", "skip")
 STDIN = "-"
-_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 # Type promotions that keep every value (spec §5.4 plus decimal widening and exact float conversions).
 _ACCEPTS: dict[str, frozenset[str]] = {
     "int16": frozenset({"int8", "uint8"}), "int32": frozenset({"int8", "int16", "uint8", "uint16"}),
@@ -465,7 +465,7 @@ def accepts(table: ColumnInfo, given: DataType, where: str) -> bool:
                 and accepts(table.children[1], given.valueType, where))
     if have == table.type or have in _ACCEPTS.get(table.type, ()):
         return True
-    m_to, m_from = _DECIMAL.fullmatch(table.type), _DECIMAL.fullmatch(have)
+    m_to, m_from = DECIMAL_TYPE.fullmatch(table.type), DECIMAL_TYPE.fullmatch(have)
     if m_to and (m_from or have in _INT_DIGITS):
         p2, s2 = int(m_to.group(1)), int(m_to.group(2))
         p1, s1 = (int(m_from.group(1)), int(m_from.group(2))) if m_from else (_INT_DIGITS[have], 0)

@@ -21,7 +21,7 @@ SNAPSHOT_ID_COLUMN = "_ducklake_internal_snapshot_id"
 DELETE_FILE_PATH_ID = 2147483646  # delete files' `file_path` and `pos` (spec §3.7)
 DELETE_POS_ID = 2147483645
 
-_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
+DECIMAL_TYPE = re.compile(r"decimal\((\d+),\s*(\d+)\)")  # `decimal(p,s)`: precision, scale
 
 # Types Spark's Parquet reader cannot read as DuckDB wrote them; files holding them go through the fallback
 # reader (engine/fallback.py), which returns the Spark type given by `spark_type`.
@@ -45,7 +45,7 @@ def spark_type(col: ColumnInfo) -> DataType:
         return T.ArrayType(spark_type(col.children[0]), True)
     if t == "map":
         return T.MapType(spark_type(col.children[0]), spark_type(col.children[1]), True)
-    m = _DECIMAL.fullmatch(t)
+    m = DECIMAL_TYPE.fullmatch(t)
     if m:
         return T.DecimalType(int(m.group(1)), int(m.group(2)))
     simple: dict[str, Any] = {
@@ -107,7 +107,7 @@ def native_arrow_match(file_type: pa.DataType, col: ColumnInfo, node: MappedFiel
         return all((sub := node.children.get(c.column_id)) is None or native_arrow_match(t, c, sub) for t, c in pairs)
     if col.type == "timestamptz":
         return pa.types.is_timestamp(file_type) and file_type.tz is not None and file_type.unit in ("ms", "us")
-    m = _DECIMAL.fullmatch(col.type)
+    m = DECIMAL_TYPE.fullmatch(col.type)
     if m:
         return pa.types.is_decimal(file_type) and (file_type.precision, file_type.scale) == (
             int(m.group(1)), int(m.group(2)))

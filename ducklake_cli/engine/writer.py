@@ -5,12 +5,12 @@ a table are in engine/ingest.py."""
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, NewDataFile
 from ducklake_cli.engine.parquet_files import FileSpec, Leaf, PartitionKey, file_from_json, write_batches
+from ducklake_cli.engine.types import DECIMAL_TYPE
 from ducklake_cli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import DataType
 
-_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 
 
 # ----- types -----------------------------------------------------------------------------------------------------
@@ -97,7 +96,7 @@ def arrow_type(col: ColumnInfo) -> pa.DataType:
     if t == "map":
         # Map keys are never NULL, whatever a DuckDB-made catalog says of the key column.
         return pa.map_(arrow_field(col.children[0]).with_nullable(False), arrow_field(col.children[1]))
-    m = _DECIMAL.fullmatch(t)
+    m = DECIMAL_TYPE.fullmatch(t)
     if m:
         return pa.decimal128(int(m.group(1)), int(m.group(2)))
     simple = {
