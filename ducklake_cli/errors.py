@@ -75,3 +75,15 @@ class QueryError(DuckLakeError):
 
 class InputError(DuckLakeError):
     """Input files `write` cannot load: empty, unreadable or not data."""
+
+
+class SparkError(DuckLakeError):
+    """Spark could not start or a job failed."""
+
+
+class SparkServerError(DuckLakeError):
+    """The Spark Connect server could not be started, found or stopped."""
+
+
+class TableExistsError(DuckLakeError):
+    """`--mode create` on a table that exists."""

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ducklake_cli.config import find_config, load_config, mask_mapping, resolve
+from ducklake_cli.cli.config import find_config, load_config, mask_mapping, resolve
 from ducklake_cli.errors import ConfigError, UsageError
 
 CONFIG = """

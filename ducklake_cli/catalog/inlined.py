@@ -7,28 +7,17 @@ are brought to DuckDB's text rendering, which an in-process DuckDB casts back ex
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo
+from ducklake_cli.catalog.types import DUCKDB_TYPES, decimal_parts
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
-
-DUCKDB_TYPES: dict[str, str] = {
-    "boolean": "BOOLEAN", "int8": "TINYINT", "int16": "SMALLINT", "int32": "INTEGER", "int64": "BIGINT",
-    "uint8": "UTINYINT", "uint16": "USMALLINT", "uint32": "UINTEGER", "uint64": "UBIGINT", "int128": "HUGEINT",
-    "uint128": "UHUGEINT", "float32": "FLOAT", "float64": "DOUBLE", "date": "DATE", "time": "TIME",
-    "time_ns": "TIME_NS", "timetz": "TIMETZ", "timestamp": "TIMESTAMP", "timestamp_us": "TIMESTAMP",
-    "timestamptz": "TIMESTAMPTZ", "timestamp_s": "TIMESTAMP_S", "timestamp_ms": "TIMESTAMP_MS",
-    "timestamp_ns": "TIMESTAMP_NS", "interval": "INTERVAL", "varchar": "VARCHAR", "json": "VARCHAR", "blob": "BLOB",
-    "uuid": "UUID", "geometry": "BLOB", "variant": "VARCHAR", "unknown": "VARCHAR",
-}
-# What the stored type becomes for Spark (engine/types.py `spark_type` is the other half of this contract).
+# What the stored type becomes for Spark (engine/spark_types.py `spark_type` is the other half of this contract).
 _SPARK_COMPATIBLE: dict[str, str] = {
     "uint8": "SMALLINT", "uint16": "INTEGER", "uint32": "BIGINT", "uint64": "DECIMAL(20,0)",
     "int128": "VARCHAR", "uint128": "VARCHAR", "time": "VARCHAR", "time_ns": "VARCHAR",
@@ -50,8 +39,8 @@ def _duckdb_type(col: ColumnInfo, overrides: dict[str, str]) -> str:
         return f"MAP({_duckdb_type(col.children[0], overrides)}, {_duckdb_type(col.children[1], overrides)})"
     if col.type in overrides:
         return overrides[col.type]
-    m = _DECIMAL.fullmatch(col.type)
-    return f"DECIMAL({m.group(1)},{m.group(2)})" if m else DUCKDB_TYPES.get(col.type, "VARCHAR")
+    dec = decimal_parts(col.type)
+    return f"DECIMAL({dec[0]},{dec[1]})" if dec else DUCKDB_TYPES.get(col.type, "VARCHAR")
 
 
 def stored_type(col: ColumnInfo) -> str:

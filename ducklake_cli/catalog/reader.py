@@ -111,6 +111,7 @@ class MetadataReader:
         self.backend = backend
         self._tables: set[str] | None = None
         self._inlined_names: dict[str, list[str]] = {}
+        self._metadata: LakeMetadata | None = None
 
     # ----- catalog-wide ---------------------------------------------------------------------------------
     def table_names(self) -> set[str]:
@@ -120,7 +121,12 @@ class MetadataReader:
         return self._tables
 
     def metadata(self) -> LakeMetadata:
-        """Global keys and scoped options; checks the format version."""
+        """Global keys and scoped options; checks the format version (read once per reader)."""
+        if self._metadata is None:
+            self._metadata = self._read_metadata()
+        return self._metadata
+
+    def _read_metadata(self) -> LakeMetadata:
         if "ducklake_metadata" not in self.table_names() or "ducklake_snapshot" not in self.table_names():
             raise NotADuckLakeError(
                 f"{self.backend.target.display()} holds no DuckLake catalog (no ducklake_metadata table)",

@@ -8,9 +8,8 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
-INT_TYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
-FLOAT_TYPES = frozenset({"float32", "float64"})
+from ducklake_cli.catalog.types import DECIMAL_TYPE, FLOAT_TYPES, INT_TYPES
+
 # Types DuckDB keeps no min/max for (spec §8.2).
 NO_BOUNDS = frozenset({"int128", "uint128", "timetz", "interval", "geometry", "variant"})
 
@@ -55,7 +54,7 @@ def encode_stat(value: Any, ducklake_type: str) -> str | None:
 
 def render_value(value: Any, ducklake_type: str) -> str:
     """DuckDB's text rendering of a value (partition values, hive directories, inlined statistics)."""
-    m = _DECIMAL.fullmatch(ducklake_type)
+    m = DECIMAL_TYPE.fullmatch(ducklake_type)
     if m:
         return f"{Decimal(value):.{int(m.group(2))}f}"
     if ducklake_type == "boolean":
@@ -101,7 +100,7 @@ def stat_key(text: str | None, ducklake_type: str) -> Any:
             return int(text)
         if ducklake_type in FLOAT_TYPES:
             return float(text)
-        if _DECIMAL.fullmatch(ducklake_type):
+        if DECIMAL_TYPE.fullmatch(ducklake_type):
             return Decimal(text)
         if ducklake_type == "blob":
             return _parse_blob(text)

@@ -16,9 +16,9 @@ from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.changes import quote_name
 from ducklake_cli.catalog.inlined import stored_type
 from ducklake_cli.catalog.models import ColumnInfo, LeafStats, NewDataFile, SchemaInfo, TableInfo
+from ducklake_cli.catalog.paths import uuid7
 from ducklake_cli.catalog.stats import merge_bound, merge_nan
 from ducklake_cli.catalog.transaction import Transaction
-from ducklake_cli.storage.paths import uuid7
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_-]+")
 # Inlining is off when a column has one of these names (DuckDB's rule, spec §4).

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ducklake_cli.cli.config import Resolved, resolve_from_environment
 from ducklake_cli.cli.render import OutputFormat
-from ducklake_cli.config import Resolved, resolve_from_environment
 from ducklake_cli.errors import StorageError, UsageError
 
 if TYPE_CHECKING:
-    from ducklake_cli.api import Lake
     from ducklake_cli.engine.session import SparkSettings
+    from ducklake_cli.lake import Lake
 
 CatalogArg = Annotated[
     str,
@@ -136,7 +136,7 @@ def spark_settings(
 def open_lake(resolved: Resolved, *, read_only: bool = True, spark_settings: SparkSettings | None = None) -> Lake:
     """A Lake for a resolved catalog (read-only commands never write the catalog); a command that writes is
     stopped here, before any work, when its local catalog file cannot be written."""
-    from ducklake_cli.api import connect
+    from ducklake_cli.lake import open_lake as connect
 
     if not read_only:
         check_catalogwritable(resolved)
@@ -147,7 +147,7 @@ def open_lake(resolved: Resolved, *, read_only: bool = True, spark_settings: Spa
 
         # Spark's classpath depends on where the data lives (s3a jars for an s3:// lake): read it once, here.
         with lake.reader() as reader:
-            lake.spark_settings = dataclasses.replace(spark_settings, data_path=lake.data_path(reader))
+            lake.spark_settings = dataclasses.replace(spark_settings, data_path=reader.data_path)
         if not read_only:  # this command writes data files through Spark: fail now, not after the JVM started
             check_datawritable(lake.spark_settings.data_path or "")
     return lake

@@ -27,9 +27,9 @@ from ducklake_cli.cli.render import OutputFormat, message, render
 from ducklake_cli.errors import UsageError
 
 if TYPE_CHECKING:
-    from ducklake_cli.api import Lake
     from ducklake_cli.engine.session import SparkSettings
-    from ducklake_cli.ops.plan import Plan
+    from ducklake_cli.lake import Lake
+    from ducklake_cli.ops.maintenance import Plan
 
 maintain_app = typer.Typer(
     name="maintain",
@@ -109,7 +109,7 @@ def _ids(text: str) -> tuple[int, ...]:
 def _file_verb(verb: str, older_than: str | None, all_files: bool, **common: Any) -> None:
     """cleanup and orphans: an age threshold or --all, then the shared plan flow."""
     from ducklake_cli.ops import cleanup as ops
-    from ducklake_cli.ops.plan import threshold
+    from ducklake_cli.ops.maintenance import threshold
 
     if all_files and older_than:
         raise UsageError("--all and --older-than cannot be used together")
@@ -146,7 +146,7 @@ def expire(
       ducklake maintain expire postgresql://lake@db/lake --snapshots 3,4,7
     """
     from ducklake_cli.ops.expire import ExpireCriteria, plan_expire
-    from ducklake_cli.ops.plan import threshold
+    from ducklake_cli.ops.maintenance import threshold
 
     now = _now()
     criteria = ExpireCriteria(

@@ -47,7 +47,7 @@ def start(
 
       ducklake spark start --profile prod     # the profile's \\[spark] table, e.g. spark.jars for S3
     """
-    from ducklake_cli.config import server_settings
+    from ducklake_cli.cli.config import server_settings
     from ducklake_cli.ops.spark_server import start_server
 
     settings = server_settings(profile)
@@ -72,7 +72,7 @@ def status(fmt: FormatOpt = OutputFormat.table, debug: DebugOpt = False) -> None
 
       ducklake spark status --format json
     """
-    from ducklake_cli.config import server_settings
+    from ducklake_cli.cli.config import server_settings
     from ducklake_cli.ops.spark_server import server_status
 
     result = server_status(server_settings(None).state_dir)
@@ -92,7 +92,7 @@ def stop(fmt: FormatOpt = OutputFormat.table, debug: DebugOpt = False) -> None:
 
       ducklake spark stop
     """
-    from ducklake_cli.config import server_settings
+    from ducklake_cli.cli.config import server_settings
     from ducklake_cli.ops.spark_server import stop_server
 
     result = stop_server(server_settings(None).state_dir)

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from ducklake_cli.catalog.models import ColumnInfo
-    from ducklake_cli.engine.plan import MappedField
+    from ducklake_cli.engine.planning.scan_plan import MappedField
 
 SOURCE_NAME = "ducklake_fallback"
 FILE_COLUMN = "__file"
@@ -96,7 +96,7 @@ def output_schema(columns: Sequence[ColumnInfo], *, include_internal: bool = Tru
     """The schema `read_files` returns for these table columns."""
     from pyspark.sql import types as T
 
-    from ducklake_cli.engine.types import spark_type
+    from ducklake_cli.engine.spark_types import spark_type
 
     fields = [T.StructField(column_name(c), spark_type(c), True) for c in columns]
     if include_internal:

@@ -30,7 +30,7 @@ from ducklake_cli.engine.ingest_duckdb import (
     read_files,
     sniff,
 )
-from ducklake_cli.engine.types import DECIMAL_TYPE
+from ducklake_cli.engine.spark_types import DECIMAL_TYPE
 from ducklake_cli.errors import InputError, UsageError
 
 if TYPE_CHECKING:
@@ -353,7 +353,7 @@ def _read_duckdb(spark: SparkSession, files: list[str], fmt: str, options: Mappi
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StructField, StructType
 
-    from ducklake_cli.engine.types import spark_type
+    from ducklake_cli.engine.spark_types import spark_type
 
     nonblank = [f for f in files if not _is_blank(f, storage_options)]
     if not nonblank:
@@ -479,7 +479,7 @@ def conform(df: DataFrame, columns: Sequence[ColumnInfo], *, ignore_extra: bool)
     Output columns are named `_c0`, `_c1`, … in table order: Spark's `mapInArrow` mis-resolves dotted names."""
     from pyspark.sql import functions as F
 
-    from ducklake_cli.engine.types import spark_type
+    from ducklake_cli.engine.spark_types import spark_type
 
     by_name = {f.name.lower(): f for f in df.schema.fields}
     wanted = {c.name.lower() for c in columns}

@@ -15,12 +15,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ducklake_cli.catalog.inlined import DUCKDB_TYPES
 from ducklake_cli.catalog.models import LeafStats, NewDataFile
-from ducklake_cli.catalog.stats import FLOAT_TYPES, NO_BOUNDS, encode_stat, render_value
-from ducklake_cli.engine.prune import bucket_of
+from ducklake_cli.catalog.paths import new_data_file_name
+from ducklake_cli.catalog.stats import NO_BOUNDS, encode_stat, render_value
+from ducklake_cli.catalog.types import DUCKDB_TYPES, FLOAT_TYPES
+from ducklake_cli.engine.planning.prune import bucket_of
 from ducklake_cli.storage.files import filesystem, split_protocol
-from ducklake_cli.storage.paths import new_data_file_name
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -568,13 +568,13 @@ def write_delete_file(table_dir: str, data_file: str, positions: Sequence[int], 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ducklake_cli.engine.types import (
+    from ducklake_cli.catalog.paths import uuid7
+    from ducklake_cli.engine.spark_types import (
         DELETE_FILE_PATH_ID,
         DELETE_POS_ID,
         SNAPSHOT_ID_COLUMN,
         SNAPSHOT_ID_FIELD_ID,
     )
-    from ducklake_cli.storage.paths import uuid7
 
     def fid(n: int) -> dict[bytes, bytes]:
         return {b"PARQUET:field_id": str(n).encode()}

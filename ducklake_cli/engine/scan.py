@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, NameMapping
-from ducklake_cli.engine.plan import FileSource, MappedField, ScanPlan, mapping_tree
-from ducklake_cli.engine.types import (
+from ducklake_cli.engine.planning.scan_plan import FileSource, MappedField, ScanPlan, mapping_tree
+from ducklake_cli.engine.spark_types import (
     DELETE_FILE_PATH_ID,
     DELETE_POS_ID,
     FIELD_ID_KEY,

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ducklake_cli.errors import DuckLakeError
+from ducklake_cli.errors import DuckLakeError, SparkError
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession  # noqa: F401 (the types other layers name)
 
 # Settings our reads and writes depend on; always set, whatever the user configures.
 REQUIRED_CONF: dict[str, str] = {
@@ -46,10 +46,6 @@ S3A_DEFAULTS: dict[str, str] = {
     "fs.s3a.assumed.role.session.duration": "1800",
 }
 _remote_sessions: list[SparkSession] = []
-
-
-class SparkError(DuckLakeError):
-    """Spark could not start or a job failed."""
 
 
 @dataclass(frozen=True)
@@ -211,7 +207,7 @@ def build_session(
         raise DuckLakeError("--master and --remote cannot be used together")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", _python())
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession  # noqa: F401 (the types other layers name)
 
     builder = SparkSession.builder.appName(settings.app_name)
     log_conf = Path(__file__).with_name("log4j2.properties")

@@ -7,10 +7,10 @@ import datetime as dt
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ducklake_cli.ops.plan import MaintenanceReport, Plan
+from ducklake_cli.ops.maintenance import MaintenanceReport, Plan
 
 if TYPE_CHECKING:
-    from ducklake_cli.api import Lake
+    from ducklake_cli.lake import Lake
 
 STEPS = ("flush", "expire", "compact", "rewrite", "cleanup", "orphans")
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ducklake_cli.catalog import maintenance as m
-from ducklake_cli.ops.plan import (
+from ducklake_cli.ops.maintenance import (
     DEFAULT_DELETE_AGE,
     FileAction,
     MaintenanceReport,
@@ -20,13 +20,13 @@ from ducklake_cli.ops.plan import (
     option_threshold,
     table_dirs,
 )
+from ducklake_cli.storage.files import ensure_dir
 from ducklake_cli.storage.listing import delete_files, file_sizes, list_files, path_key, unsafe_reason
-from ducklake_cli.storage.paths import ensure_dir
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
-    from ducklake_cli.api import Lake
+    from ducklake_cli.lake import Lake
 
 # DuckDB 1.5.5 only ever deletes `.parquet` orphans; Puffin deletion vectors are DuckLake files too (COMPATIBILITY.md).
 ORPHAN_SUFFIXES = (".parquet", ".puffin")
@@ -114,7 +114,7 @@ def plan_cleanup(lake: Lake, *, older_than: dt.datetime | None = None, all_files
     when = now or dt.datetime.now(dt.UTC)
     with lake.reader() as r:
         meta = r.metadata()
-        data_path = lake.data_path(r)
+        data_path = r.data_path
         age = resolve_age(meta.option("delete_older_than"), older_than=older_than, all_files=all_files, now=when)
         rows = m.scheduled_files(r.conn, lake.backend)
         known = referenced_paths(r.conn, data_path) if rows else set()
@@ -181,7 +181,7 @@ def plan_orphans(lake: Lake, *, older_than: dt.datetime | None = None, all_files
     when = now or dt.datetime.now(dt.UTC)
     with lake.reader() as r:
         meta = r.metadata()
-        data_path = lake.data_path(r)
+        data_path = r.data_path
         age = resolve_age(meta.option("delete_older_than"), older_than=older_than, all_files=all_files, now=when)
         known = referenced_paths(r.conn, data_path) | {
             path_key(_scheduled_location(row, data_path)) for row in m.scheduled_files(r.conn, lake.backend)}

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ducklake_cli.catalog.models import SchemaInfo, TableInfo
+from ducklake_cli.catalog.paths import table_dir
 from ducklake_cli.catalog.reader import MetadataReader
-from ducklake_cli.engine.types import SNAPSHOT_ID_COLUMN
+from ducklake_cli.engine.spark_types import SNAPSHOT_ID_COLUMN
 from ducklake_cli.errors import StorageError
 from ducklake_cli.storage.files import filesystem, read_int_column
-from ducklake_cli.storage.paths import table_dir
 
 
 @dataclass(frozen=True)

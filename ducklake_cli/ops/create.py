@@ -6,13 +6,12 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ducklake_cli.api import Lake
 from ducklake_cli.catalog.create import create_catalog as create_tables
 from ducklake_cli.catalog.url import CatalogTarget
 from ducklake_cli.errors import DuckLakeError, InvalidCatalogError
+from ducklake_cli.lake import Lake
 from ducklake_cli.ops.results import Section
-from ducklake_cli.storage.files import split_protocol
-from ducklake_cli.storage.paths import ensure_dir
+from ducklake_cli.storage.files import ensure_dir, split_protocol
 
 
 @dataclass(frozen=True)

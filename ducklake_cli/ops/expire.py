@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ducklake_cli.catalog import maintenance as m
 from ducklake_cli.errors import UsageError
-from ducklake_cli.ops.plan import (
+from ducklake_cli.ops.maintenance import (
     FileAction,
     MaintenanceReport,
     Plan,
@@ -23,8 +23,8 @@ from ducklake_cli.ops.plan import (
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
-    from ducklake_cli.api import Lake
     from ducklake_cli.catalog.backends import Backend
+    from ducklake_cli.lake import Lake
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ def plan_expire(lake: Lake, criteria: ExpireCriteria | None = None, *, now: dt.d
     notes: list[str] = []
     with lake.reader() as r:
         meta = r.metadata()
-        data_path = lake.data_path(r)
+        data_path = r.data_path
         if not criteria.given:
             older, source = option_threshold(meta.option("expire_older_than"), now=when, key="expire_older_than")
             if older is None:

@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, InlinedTable, NewDataFile, SchemaInfo, TableInfo
+from ducklake_cli.catalog.paths import table_dir
 from ducklake_cli.errors import CommitConflictError
-from ducklake_cli.ops.plan import FileAction, MaintenanceReport, Plan
+from ducklake_cli.ops.maintenance import FileAction, MaintenanceReport, Plan
 from ducklake_cli.ops.rewrite import _Context, _context, _pick_tables
 from ducklake_cli.ops.write import _partition_keys, file_spec
-from ducklake_cli.storage.paths import table_dir
 
 if TYPE_CHECKING:
-    from ducklake_cli.api import Lake
     from ducklake_cli.catalog.transaction import Transaction
+    from ducklake_cli.lake import Lake
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,6 @@ class FlushPlan(Plan):
 
     def apply(self, lake: Lake) -> MaintenanceReport:
         """Write the files, then commit one snapshot per table."""
-        from ducklake_cli.catalog.transaction import commit
 
         by_table: dict[int, list[InlinedBatch]] = {}
         for b in self.batches:
@@ -79,7 +78,7 @@ class FlushPlan(Plan):
         for tid, batches in by_table.items():
             written = [f for b in batches for f in self._write(lake, b)]
             build = functools.partial(self._commit, table_id=tid, batches=batches, written=written, lake=lake)
-            snapshot = commit(lambda: lake.connection(write=True), lake.backend, build)
+            snapshot = lake.commit(build)
             notes.append(f"committed snapshot {snapshot}")
             for w in written:
                 tdir = table_dir(self.ctx.data_path, w.batch.schema, w.batch.table)
@@ -96,7 +95,7 @@ class FlushPlan(Plan):
 
         from ducklake_cli.catalog.inlined import decode_inlined
         from ducklake_cli.engine.parquet_files import file_from_json, write_batches
-        from ducklake_cli.engine.types import ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN
+        from ducklake_cli.engine.spark_types import ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN
         from ducklake_cli.storage.files import filesystem
 
         with lake.reader() as r:

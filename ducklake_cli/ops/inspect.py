@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from ducklake_cli.api import Lake
 from ducklake_cli.catalog.changes import ChangeParseError, parse_changes
 from ducklake_cli.catalog.models import ColumnInfo, Snapshot, TableInfo
+from ducklake_cli.catalog.paths import file_path, table_dir
 from ducklake_cli.catalog.reader import ColumnStatsSummary, MetadataReader
+from ducklake_cli.lake import Lake
 from ducklake_cli.ops.counts import TableCounts, table_counts
 from ducklake_cli.ops.results import Section, jsonable
-from ducklake_cli.storage.paths import file_path, table_dir
 
 
 @dataclass(frozen=True)
@@ -272,12 +272,12 @@ def summary(lake: Lake, *, at: SnapshotSelector = SnapshotSelector()) -> LakeSum
         snap = at.resolve(r)
         schemas = r.schemas(snap.snapshot_id)
         tables = r.tables(snap.snapshot_id)
-        counts = table_counts(r, snapshot_id=snap.snapshot_id, data_path=lake.data_path(r), tables=tables,
+        counts = table_counts(r, snapshot_id=snap.snapshot_id, data_path=r.data_path, tables=tables,
                               schemas=schemas, storage_options=lake.storage_options)
         views = tuple(f"{v.schema_name}.{v.name}" for v in r.views(snap.snapshot_id))
         return LakeSummary(
             catalog=lake.target.display(), backend=lake.backend.name, format_version=meta.version,
-            data_path=lake.data_path(r), created_by=meta.created_by, snapshot_id=snap.snapshot_id,
+            data_path=r.data_path, created_by=meta.created_by, snapshot_id=snap.snapshot_id,
             snapshot_time=snap.snapshot_time, schema_version=snap.schema_version, snapshot_count=r.snapshot_count(),
             tables=tuple(_table_summary(t, counts[t.table_id]) for t in tables), views=views,
         )
@@ -291,7 +291,6 @@ def _table_summary(t: TableInfo, c: TableCounts) -> TableSummary:
 def snapshots(lake: Lake) -> SnapshotList:
     """Every snapshot with its changes parsed as DuckDB's `ducklake_snapshots()` shows them."""
     with lake.reader() as r:
-        r.metadata()
         rows = []
         for s in r.snapshots():
             try:
@@ -306,12 +305,11 @@ def snapshots(lake: Lake) -> SnapshotList:
 def files(lake: Lake, table: str | None = None, *, at: SnapshotSelector = SnapshotSelector()) -> FileList:
     """Data files (with their delete files) live at a snapshot, for one table or all."""
     with lake.reader() as r:
-        r.metadata()
         snap = at.resolve(r)
         sid = snap.snapshot_id
         tables = [r.find_table(sid, table)] if table else r.tables(sid)
         schemas = {sc.schema_id: sc for sc in r.schemas(sid)}
-        root = lake.data_path(r)
+        root = r.data_path
         ids = [t.table_id for t in tables]
         deletes = {d.data_file_id: d for d in r.delete_files(sid, ids)}
         by_id = {t.table_id: t for t in tables}
@@ -378,12 +376,11 @@ def _stat_row(name: str, col: ColumnInfo, st: ColumnStatsSummary | None) -> Colu
 def table_detail(lake: Lake, table: str, *, at: SnapshotSelector = SnapshotSelector()) -> TableDetail:
     """One table in detail at a snapshot."""
     with lake.reader() as r:
-        r.metadata()
         snap = at.resolve(r)
         sid = snap.snapshot_id
         t = r.find_table(sid, table)
         schemas = r.schemas(sid)
-        root = lake.data_path(r)
+        root = r.data_path
         counts = table_counts(r, snapshot_id=sid, data_path=root, tables=[t], schemas=schemas,
                               storage_options=lake.storage_options)[t.table_id]
         tdir = table_dir(root, next(sc for sc in schemas if sc.schema_id == t.schema_id), t)

@@ -10,25 +10,24 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ducklake_cli.api import Lake
 from ducklake_cli.catalog.models import SchemaInfo, Snapshot, TableInfo
-from ducklake_cli.catalog.reader import MetadataReader
 from ducklake_cli.engine.output import Encoder, RowStream
-from ducklake_cli.engine.plan import ScanPlan, plan_scan
-from ducklake_cli.engine.predicates import Predicate
+from ducklake_cli.engine.planning.predicates import Predicate
+from ducklake_cli.engine.planning.scan_plan import ScanPlan, plan_scan
 from ducklake_cli.errors import NotFoundError, QueryError, UsageError
+from ducklake_cli.lake import Lake, LakeReader
 from ducklake_cli.ops.results import Section, jsonable
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from ducklake_cli.engine.sql import ParsedQuery, TableRef
+    from ducklake_cli.engine.planning.sql_rewrite import ParsedQuery, TableRef
 
 _view_ids = itertools.count()
 MAX_VIEW_DEPTH = 16
 
 
-def pick_snapshot(reader: MetadataReader, snapshot: int | None, as_of: dt.datetime | None) -> Snapshot:
+def pick_snapshot(reader: LakeReader, snapshot: int | None, as_of: dt.datetime | None) -> Snapshot:
     """The snapshot a read uses: an id, the newest at a time, or the latest."""
     if snapshot is not None and as_of is not None:
         raise UsageError("give either a snapshot id or a time, not both")
@@ -40,11 +39,11 @@ def pick_snapshot(reader: MetadataReader, snapshot: int | None, as_of: dt.dateti
 
 
 def plan_table(
-    lake: Lake, reader: MetadataReader, name: str, snapshot_id: int, predicates: Sequence[Predicate] = ()
+    lake: Lake, reader: LakeReader, name: str, snapshot_id: int, predicates: Sequence[Predicate] = ()
 ) -> ScanPlan:
     """The scan plan of one table at a snapshot."""
     table = reader.find_table(snapshot_id, name)
-    return plan_scan(reader, table=table, snapshot_id=snapshot_id, data_path=lake.data_path(reader),
+    return plan_scan(reader, table=table, snapshot_id=snapshot_id, data_path=reader.data_path,
                      schemas=reader.schemas(snapshot_id), predicates=predicates,
                      storage_options=lake.storage_options)
 
@@ -57,7 +56,6 @@ def table_dataframe(
     from ducklake_cli.engine.scan import scan
 
     with lake.reader() as r:
-        r.metadata()
         snap = pick_snapshot(r, snapshot, as_of)
         plan = plan_table(lake, r, name, snap.snapshot_id, predicates)
     return scan(spark or lake.spark(), plan, with_rowid=with_rowid)
@@ -76,7 +74,7 @@ class SqlPlan:
     column_aliases: list[str] = field(default_factory=list)  # `CREATE VIEW v(a, b)`: names of its first columns
 
 
-def _ref_snapshot(reader: MetadataReader, ref: TableRef, default: Snapshot) -> int:
+def _ref_snapshot(reader: LakeReader, ref: TableRef, default: Snapshot) -> int:
     if ref.version is not None:
         return reader.snapshot(ref.version).snapshot_id
     if ref.timestamp is not None:
@@ -88,9 +86,9 @@ def _ref_snapshot(reader: MetadataReader, ref: TableRef, default: Snapshot) -> i
     return default.snapshot_id
 
 
-def plan_sql(lake: Lake, reader: MetadataReader, query: str, *, snapshot: Snapshot) -> SqlPlan:
+def plan_sql(lake: Lake, reader: LakeReader, query: str, *, snapshot: Snapshot) -> SqlPlan:
     """Resolve every table and view a statement reads, from metadata alone (`register_views` runs it on Spark)."""
-    from ducklake_cli.engine.sql import parse_query
+    from ducklake_cli.engine.planning.sql_rewrite import parse_query
 
     parsed = parse_query(query)
     if (count_ref := parsed.plain_count()) is not None:
@@ -98,21 +96,21 @@ def plan_sql(lake: Lake, reader: MetadataReader, query: str, *, snapshot: Snapsh
         table = reader.find_table(sid, count_ref.qualified)
         from ducklake_cli.ops.counts import table_counts
 
-        counts = table_counts(reader, snapshot_id=sid, data_path=lake.data_path(reader), tables=[table],
+        counts = table_counts(reader, snapshot_id=sid, data_path=reader.data_path, tables=[table],
                               schemas=reader.schemas(sid), storage_options=lake.storage_options)
         return SqlPlan(spark_sql="", count_only=(parsed.plain_count_alias(), counts[table.table_id].live_rows))
     return _plan_refs(lake, reader, parsed, snapshot=snapshot, depth=0)
 
 
-def _plan_refs(lake: Lake, reader: MetadataReader, parsed: ParsedQuery, *, snapshot: Snapshot, depth: int) -> SqlPlan:
-    from ducklake_cli.engine.sql import parse_query, suggest, transpile_view, view_column_aliases
+def _plan_refs(lake: Lake, reader: LakeReader, parsed: ParsedQuery, *, snapshot: Snapshot, depth: int) -> SqlPlan:
+    from ducklake_cli.engine.planning.sql_rewrite import parse_query, suggest, transpile_view, view_column_aliases
 
     if depth > MAX_VIEW_DEPTH:
         raise QueryError("views nest too deeply (a view that refers to itself?)")
     views: dict[TableRef, str] = {}
     out = SqlPlan(spark_sql="")
     catalog_at: dict[int, tuple[dict[str, TableInfo], list[SchemaInfo]]] = {}  # one catalog read per snapshot
-    data_path = lake.data_path(reader)
+    data_path = reader.data_path
     for ref in parsed.table_refs():
         if ref in views:
             continue
@@ -191,7 +189,6 @@ def sql_dataframe(
     """A Spark SQL statement over the lake's tables as a DataFrame."""
     session = spark or lake.spark()
     with lake.reader() as r:
-        r.metadata()
         plan = plan_sql(lake, r, query, snapshot=pick_snapshot(r, snapshot, as_of))
     register_views(session, plan)
     if plan.count_only is not None:
@@ -260,7 +257,6 @@ def run_query(
     """
     # Planned once, from metadata: unknown tables and snapshots fail before a JVM starts.
     with lake.reader() as r:
-        r.metadata()
         plan = plan_sql(lake, r, query, snapshot=pick_snapshot(r, snapshot, as_of))
     if plan.count_only is not None and not explain and output is None:
         column, count = plan.count_only

@@ -14,15 +14,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import DataFile, LakeMetadata, NewDataFile, SchemaInfo, TableInfo
+from ducklake_cli.catalog.paths import file_path, table_dir
 from ducklake_cli.errors import CommitConflictError, UsageError
-from ducklake_cli.ops.plan import FileAction, MaintenanceReport, Plan, relative_to_root
+from ducklake_cli.ops.maintenance import FileAction, MaintenanceReport, Plan, relative_to_root
 from ducklake_cli.ops.write import file_spec, hive_key_names, parse_size, split_table_name
-from ducklake_cli.storage.paths import file_path, table_dir
 
 if TYPE_CHECKING:
-    from ducklake_cli.api import Lake
-    from ducklake_cli.catalog.reader import MetadataReader
     from ducklake_cli.catalog.transaction import Transaction
+    from ducklake_cli.lake import Lake, LakeReader
 
 DEFAULT_REWRITE_THRESHOLD = 0.95
 
@@ -76,7 +75,7 @@ def _rewritable(tables: Sequence[TableInfo], notes: list[str], *, named: bool) -
     return keep
 
 
-def _pick_tables(reader: MetadataReader, snapshot_id: int, table: str | None, meta: LakeMetadata) -> list[TableInfo]:
+def _pick_tables(reader: LakeReader, snapshot_id: int, table: str | None, meta: LakeMetadata) -> list[TableInfo]:
     tables = reader.tables(snapshot_id)
     if table is None:  # like DuckDB: only tables with auto_compact on (the default) when none is named
         return [t for t in tables if (meta.option("auto_compact", table_id=t.table_id, schema_id=t.schema_id)
@@ -88,7 +87,7 @@ def _pick_tables(reader: MetadataReader, snapshot_id: int, table: str | None, me
     return chosen
 
 
-def _versions(reader: MetadataReader, table: TableInfo, latest: int) -> list[tuple[int, TableInfo]]:
+def _versions(reader: LakeReader, table: TableInfo, latest: int) -> list[tuple[int, TableInfo]]:
     """`(first snapshot, table definition)` of each schema version of the table."""
     out = []
     for begin, _sv in reader.table_schema_versions(table.table_id):
@@ -106,8 +105,8 @@ def _definition_for(versions: list[tuple[int, TableInfo]], begin_snapshot: int) 
     return chosen
 
 
-def _context(lake: Lake, reader: MetadataReader) -> _Context:
-    return _Context(lake.data_path(reader), reader.metadata(), reader.latest_snapshot().snapshot_id,
+def _context(lake: Lake, reader: LakeReader) -> _Context:
+    return _Context(reader.data_path, reader.metadata(), reader.latest_snapshot().snapshot_id,
                     lake.target.display())
 
 
@@ -160,7 +159,7 @@ class _RewritePlan(Plan):
                "group(s) — go ahead?"
 
     def _write_group(self, lake: Lake, g: FileGroup) -> list[NewDataFile]:
-        from ducklake_cli.engine.plan import plan_scan
+        from ducklake_cli.engine.planning.scan_plan import plan_scan
         from ducklake_cli.engine.scan import scan
         from ducklake_cli.engine.writer import write_files
         from ducklake_cli.ops.query import spark_errors
@@ -184,7 +183,6 @@ class _RewritePlan(Plan):
 
     def apply(self, lake: Lake) -> MaintenanceReport:
         """Write the new files on Spark, then commit one snapshot per table."""
-        from ducklake_cli.catalog.transaction import commit
 
         by_table: dict[int, list[tuple[FileGroup, list[NewDataFile]]]] = {}
         for g in self.groups:
@@ -192,8 +190,7 @@ class _RewritePlan(Plan):
         written = 0
         snapshots = []
         for tid, done in by_table.items():
-            snapshot = commit(lambda: lake.connection(write=True), lake.backend,
-                              functools.partial(self._commit, table_id=tid, done=done))
+            snapshot = lake.commit(functools.partial(self._commit, table_id=tid, done=done))
             if snapshot is not None:
                 snapshots.append(snapshot)
             written += sum(len(files) for _, files in done)

@@ -23,17 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ducklake_cli.errors import DuckLakeError
+from ducklake_cli.errors import SparkServerError
 from ducklake_cli.ops.results import Section
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 WARM_MODULE = "ducklake_cli.cli.warm"
 STATE_FILE = "connect-server.json"
 DEFAULT_PORT = 15002
-
-
-class SparkServerError(DuckLakeError):
-    """The Spark Connect server could not be started, found or stopped."""
 
 
 @dataclass(frozen=True)

@@ -11,25 +11,21 @@ from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, LakeMetadata, NewDataFile, SchemaInfo, TableInfo
 from ducklake_cli.engine.ingest import INPUT_FORMATS
-from ducklake_cli.errors import CommitConflictError, DuckLakeError, NotFoundError, UsageError
+from ducklake_cli.errors import CommitConflictError, NotFoundError, TableExistsError, UsageError
 from ducklake_cli.ops.results import Section
-from ducklake_cli.storage.paths import ensure_dir
+from ducklake_cli.storage.files import ensure_dir
 
 if TYPE_CHECKING:
 
-    from ducklake_cli.api import Lake
     from ducklake_cli.catalog.transaction import Transaction
     from ducklake_cli.engine.parquet_files import FileSpec, PartitionKey
+    from ducklake_cli.lake import Lake
 
 MODES = ("append", "overwrite", "create")
 DEFAULT_INLINE_LIMIT = 10
 _TRANSFORM = re.compile(r"^\s*(year|month|day|hour)\s*\(\s*([^()]+?)\s*\)\s*$"
                         r"|^\s*bucket\s*\(\s*(\d+)\s*,\s*([^()]+?)\s*\)\s*$", re.IGNORECASE)
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
-
-
-class TableExistsError(DuckLakeError):
-    """`--mode create` on a table that exists."""
 
 
 @dataclass(frozen=True)
@@ -146,7 +142,7 @@ def _plan_target(lake: Lake, schema_name: str, name: str, mode: str) -> _Target:
     with lake.reader() as r:
         meta = r.metadata()
         latest = r.latest_snapshot()
-        data_path = lake.data_path(r)
+        data_path = r.data_path
         schema = next((x for x in r.schemas(latest.snapshot_id) if x.name == schema_name), None)
         existing = None
         if schema is not None:
@@ -157,7 +153,7 @@ def _plan_target(lake: Lake, schema_name: str, name: str, mode: str) -> _Target:
     if existing is not None and mode == "create":
         raise TableExistsError(f"table {schema_name}.{name} already exists",
                                hint="use --mode append or --mode overwrite")
-    from ducklake_cli.storage.paths import schema_dir, table_dir
+    from ducklake_cli.catalog.paths import schema_dir, table_dir
 
     sdir_name = (schema.path or "") if schema else dir_name(schema_name)
     sdir = schema_dir(data_path, schema) if schema else ensure_dir(data_path) + sdir_name
@@ -347,7 +343,6 @@ def _commit(lake: Lake, target: _Target, columns: Sequence[ColumnInfo], partitio
             files: list[NewDataFile], *, mode: str, message: str | None, author: str | None,
             limit: int) -> WriteResult:
     from ducklake_cli.catalog.inlined import encode_inlined
-    from ducklake_cli.catalog.transaction import commit
     from ducklake_cli.engine.parquet_files import data_stats
     from ducklake_cli.engine.writer import leaves
 
@@ -384,7 +379,7 @@ def _commit(lake: Lake, target: _Target, columns: Sequence[ColumnInfo], partitio
         tw.finish()
 
     try:
-        snapshot_id = commit(lambda: lake.connection(write=True), lake.backend, build, author=author, message=message)
+        snapshot_id = lake.commit(build, author=author, message=message)
     except BaseException:
         _remove(lake, target, files)
         raise

@@ -11,6 +11,11 @@ if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
 
+def ensure_dir(path: str) -> str:
+    """A directory path with exactly one trailing separator."""
+    return path if path.endswith("/") else path + "/"
+
+
 def split_protocol(path: str) -> tuple[str, str]:
     """`s3://b/k` → (`s3`, `b/k`); plain paths are local."""
     if "://" in path:

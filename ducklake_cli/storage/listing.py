@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ducklake_cli.errors import StorageError
-from ducklake_cli.storage.files import filesystem, split_protocol
-from ducklake_cli.storage.paths import ensure_dir
+from ducklake_cli.storage.files import ensure_dir, filesystem, split_protocol
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem

@@ -4,7 +4,7 @@ Both sides are turned into *canonical rows* (tuples of hashable values) and comp
 
 * DuckDB renders some types in SQL first, so the canonical value is DuckDB's own text: ``CAST(x AS VARCHAR)``
   for every type our reader returns as a Spark string although DuckDB has a typed value — derived from
-  ``ducklake_cli.engine.types.spark_type`` (today UUID, INTERVAL, TIME, TIME_NS, TIMETZ, HUGEINT, UHUGEINT),
+  ``ducklake_cli.engine.spark_types.spark_type`` (today UUID, INTERVAL, TIME, TIME_NS, TIMETZ, HUGEINT, UHUGEINT),
   also inside STRUCT/LIST/MAP — and TIMESTAMP_NS is cast to TIMESTAMP (µs, DuckDB's truncation toward zero).
 * Python values are then normalised by column type, identically on both sides:
   - float/double: NaN → the ``NAN`` sentinel (so NaN equals NaN), -0.0 → 0.0; other floats as they are;
@@ -52,9 +52,9 @@ def rendered_type_ids() -> frozenset[str]:
     to ``StringType`` although DuckDB has a non-text type for them. Compared through DuckDB's VARCHAR cast."""
     from pyspark.sql.types import StringType
 
-    from ducklake_cli.catalog.inlined import DUCKDB_TYPES
+    from ducklake_cli.catalog.types import DUCKDB_TYPES
     from ducklake_cli.catalog.models import ColumnInfo
-    from ducklake_cli.engine.types import spark_type
+    from ducklake_cli.engine.spark_types import spark_type
 
     ids = set()
     for lake_type, duck_name in DUCKDB_TYPES.items():

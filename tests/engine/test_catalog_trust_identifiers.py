@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 import ducklake_cli
-from ducklake_cli.engine.plan import plan_scan
+from ducklake_cli.engine.planning.scan_plan import plan_scan
 from ducklake_cli.ops import inspect as inspect_ops
 from tests.conftest import ORACLE_BACKENDS, Spot
 from tests.engine.diff import assert_same_table, duckdb_lake_rows, spark_table_rows
@@ -118,7 +118,7 @@ def test_awkward_metadata_schema(spot: Spot, metadata_schema: str) -> None:
             sid = r.latest_snapshot().snapshot_id
             for s, t in tables:
                 table = r.find_table(sid, f"{q(s)}.{q(t)}")
-                plan = plan_scan(r, table=table, snapshot_id=sid, data_path=lake.data_path(r), schemas=r.schemas(sid))
+                plan = plan_scan(r, table=table, snapshot_id=sid, data_path=r.data_path, schemas=r.schemas(sid))
                 id_col = f"c{table.columns[0].column_id}"
                 got = sorted(v for part in plan.inlined for v in part.rows.column(id_col).to_pylist())
                 assert got == [0, 2, 3, 120], f"{s}.{t}"  # 1 deleted; 2 and 120 updated (re-inlined)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import ducklake_cli
-from ducklake_cli.engine.plan import plan_scan
+from ducklake_cli.engine.planning.scan_plan import plan_scan
 from tests.conftest import Spot
 from tests.fixtures.oracle import oracle_connect
 
@@ -78,7 +78,7 @@ def test_inlined_variants_decode_as_json(spot: Spot) -> None:
         sid = r.latest_snapshot().snapshot_id
         table = r.find_table(sid, "t")
         assert table.inlined_tables, "DuckDB inlines variants in a DuckDB-file catalog"
-        plan = plan_scan(r, table=table, snapshot_id=sid, data_path=lake.data_path(r), schemas=r.schemas(sid))
+        plan = plan_scan(r, table=table, snapshot_id=sid, data_path=r.data_path, schemas=r.schemas(sid))
         got = sorted(
             (row["c1"], row["c2"], *((list(row["c3"].values())) if row["c3"] else (None, None)))
             for part in plan.inlined for row in part.rows.to_pylist())

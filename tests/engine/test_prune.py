@@ -1,4 +1,4 @@
-"""File pruning (engine/prune.py) against lakes written by DuckDB 1.5.5.
+"""File pruning (engine/planning/prune.py) against lakes written by DuckDB 1.5.5.
 
 Ground truth per (predicate, data file): does the file hold a row matching the predicate, as DuckDB evaluates it on
 the Parquet file (cast to the column's current type). Soundness: every such file is kept — with stats and partition
@@ -22,9 +22,9 @@ import pytest
 import ducklake_cli
 from ducklake_cli.catalog.inlined import stored_type as duckdb_type
 from ducklake_cli.catalog.models import ColumnInfo, PartitionField
-from ducklake_cli.engine.predicates import Op, Predicate
-from ducklake_cli.engine.prune import Candidate, FileStats, keep_file, murmur3_32, prune
-from ducklake_cli.storage.paths import file_path, table_dir
+from ducklake_cli.engine.planning.predicates import Op, Predicate
+from ducklake_cli.engine.planning.prune import Candidate, FileStats, keep_file, murmur3_32, prune
+from ducklake_cli.catalog.paths import file_path, table_dir
 from tests.fixtures.lakes import build_lake
 from tests.fixtures.oracle import attach_clause, oracle_connect, sql_str
 
@@ -62,7 +62,7 @@ def load_tables(catalog: Path) -> dict[str, LakeTable]:
     with ducklake_cli.connect(str(catalog)) as lake, lake.reader() as r:
         snap = r.latest_snapshot().snapshot_id
         schemas = {s.schema_id: s for s in r.schemas(snap)}
-        data_path = lake.data_path(r)
+        data_path = r.data_path
         for t in r.tables(snap):
             files = r.data_files(snap, [t.table_id])
             stats = r.file_column_stats(t.table_id, [f.data_file_id for f in files])

@@ -168,7 +168,7 @@ def test_storage_options_map_to_s3fs_and_s3a() -> None:
 
 
 def test_profile_storage_beats_aws_environment() -> None:
-    from ducklake_cli.config import storage_options
+    from ducklake_cli.cli.config import storage_options
 
     env = {"AWS_ACCESS_KEY_ID": "ENVKEY", "AWS_SECRET_ACCESS_KEY": "ENVSECRET", "AWS_SESSION_TOKEN": "ENVTOKEN",
            "AWS_ENDPOINT_URL": "http://env:9000", "AWS_DEFAULT_REGION": "eu-central-1"}

@@ -11,8 +11,8 @@ from decimal import Decimal
 import pytest
 import sqlglot
 
-from ducklake_cli.engine.predicates import Predicate
-from ducklake_cli.engine.sql import TableRef, parse_query, suggest, transpile_view, view_column_aliases
+from ducklake_cli.engine.planning.predicates import Predicate
+from ducklake_cli.engine.planning.sql_rewrite import TableRef, parse_query, suggest, transpile_view, view_column_aliases
 from ducklake_cli.errors import QueryError
 
 
@@ -448,7 +448,7 @@ def test_uses_rowid() -> None:
 
 
 def test_no_pyspark_import() -> None:
-    code = "import sys, ducklake_cli.engine.sql; assert 'pyspark' not in sys.modules"
+    code = "import sys, ducklake_cli.engine.planning.sql_rewrite; assert 'pyspark' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -29,7 +29,7 @@ from decimal import Decimal
 from typing import Any
 
 from ducklake_cli.catalog.models import ColumnInfo, PartitionField
-from ducklake_cli.engine.predicates import Predicate
+from ducklake_cli.engine.planning.predicates import Predicate
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ducklake_cli.errors import UsageError
 from ducklake_cli.ops.results import Section
-from ducklake_cli.storage.paths import ensure_dir
+from ducklake_cli.storage.files import ensure_dir
 
 if TYPE_CHECKING:
-    from ducklake_cli.api import Lake
     from ducklake_cli.catalog.maintenance import CatalogFile, DirRow
+    from ducklake_cli.lake import Lake
 
 DEFAULT_DELETE_AGE = "2 days"  # DuckDB's fallback when the option delete_older_than is not set
 

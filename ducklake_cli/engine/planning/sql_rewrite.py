@@ -17,7 +17,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, SqlglotError, TokenError
 
-from ducklake_cli.engine.predicates import Op, Predicate
+from ducklake_cli.engine.planning.predicates import Op, Predicate
 from ducklake_cli.errors import QueryError
 
 _WRITES = (exp.DML, exp.DDL, exp.Alter, exp.Drop, exp.TruncateTable, exp.Comment, exp.LoadData, exp.Grant)

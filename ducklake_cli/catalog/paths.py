@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 from ducklake_cli.catalog.models import DataFile, DeleteFile, SchemaInfo, TableInfo
-
-
-def ensure_dir(path: str) -> str:
-    """A directory path with exactly one trailing separator."""
-    return path if path.endswith("/") else path + "/"
+from ducklake_cli.storage.files import ensure_dir
 
 
 def schema_dir(data_path: str, schema: SchemaInfo) -> str:

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, NameMapping, SchemaInfo, TableInfo
+from ducklake_cli.catalog.paths import file_path, table_dir
 from ducklake_cli.catalog.reader import MetadataReader
-from ducklake_cli.engine.predicates import Predicate
-from ducklake_cli.storage.paths import file_path, table_dir
+from ducklake_cli.engine.planning.predicates import Predicate
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -214,7 +214,7 @@ def _pyarrow_files(
 ) -> frozenset[int]:
     """Name-mapped files Spark cannot read as the table's types (from their footers): every column needing the
     fallback reader, and Parquet types other than the column's own (narrower integers, other timestamp units…)."""
-    from ducklake_cli.engine.types import native_arrow_match
+    from ducklake_cli.engine.spark_types import native_arrow_match
 
     mapped = [f for f in files if f.mapping_id is not None]
     if not mapped:
@@ -256,7 +256,7 @@ def _prune(
     ids = [f.data_file_id for f in files]
     if not predicates or not files:
         return ids, []
-    from ducklake_cli.engine.prune import Candidate, FileStats, prune
+    from ducklake_cli.engine.planning.prune import Candidate, FileStats, prune
 
     stats = reader.file_column_stats(table.table_id, ids)
     values = reader.file_partition_values(table.table_id, ids)

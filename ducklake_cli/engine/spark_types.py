@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql.types import DataType, StructField
 
-    from ducklake_cli.engine.plan import MappedField
+    from ducklake_cli.engine.planning.scan_plan import MappedField
 
 FIELD_ID_KEY = "parquet.field.id"
 ROW_ID_FIELD_ID = 2147483540
