@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.inlined import spark_compatible_type, stored_type
 from ducklake_cli.catalog.models import ColumnInfo
+from ducklake_cli.catalog.types import DECIMAL_TYPE
 from ducklake_cli.engine.ingest_duckdb import (
     FileRead,
     connect_duckdb,
@@ -30,7 +31,6 @@ from ducklake_cli.engine.ingest_duckdb import (
     read_files,
     sniff,
 )
-from ducklake_cli.engine.spark_types import DECIMAL_TYPE
 from ducklake_cli.errors import InputError, UsageError
 
 if TYPE_CHECKING:

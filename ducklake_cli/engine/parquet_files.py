@@ -569,12 +569,7 @@ def write_delete_file(table_dir: str, data_file: str, positions: Sequence[int], 
     import pyarrow.parquet as pq
 
     from ducklake_cli.catalog.paths import uuid7
-    from ducklake_cli.engine.spark_types import (
-        DELETE_FILE_PATH_ID,
-        DELETE_POS_ID,
-        SNAPSHOT_ID_COLUMN,
-        SNAPSHOT_ID_FIELD_ID,
-    )
+    from ducklake_cli.catalog.types import DELETE_FILE_PATH_ID, DELETE_POS_ID, SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID
 
     def fid(n: int) -> dict[bytes, bytes]:
         return {b"PARQUET:field_id": str(n).encode()}

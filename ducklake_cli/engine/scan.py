@@ -12,19 +12,16 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, NameMapping
-from ducklake_cli.engine.planning.scan_plan import FileSource, MappedField, ScanPlan, mapping_tree
-from ducklake_cli.engine.spark_types import (
+from ducklake_cli.catalog.types import (
     DELETE_FILE_PATH_ID,
     DELETE_POS_ID,
-    FIELD_ID_KEY,
     ROW_ID_COLUMN,
     ROW_ID_FIELD_ID,
     SNAPSHOT_ID_COLUMN,
     SNAPSHOT_ID_FIELD_ID,
-    needs_fallback,
-    spark_field,
-    spark_type,
 )
+from ducklake_cli.engine.planning.scan_plan import FileSource, MappedField, ScanPlan, mapping_tree, needs_fallback
+from ducklake_cli.engine.spark_types import FIELD_ID_KEY, spark_field, spark_type
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

@@ -310,6 +310,24 @@ def translate_spark_error(exc: Exception) -> DuckLakeError:
     return QueryError(first or type(exc).__name__)
 
 
+def is_spark_error(exc: BaseException) -> bool:
+    """Whether `exc` is Spark's own (analysis, parse, runtime; classic or Connect) rather than ours or Python's."""
+    from pyspark.errors import PySparkException
+
+    return isinstance(exc, PySparkException) or type(exc).__name__ == "Py4JJavaError"
+
+
+@contextlib.contextmanager
+def spark_errors() -> Iterator[None]:
+    """Spark's own exceptions as our one-line errors, where Spark work is started or its rows are fetched."""
+    try:
+        yield
+    except Exception as exc:
+        if is_spark_error(exc):
+            raise translate_spark_error(exc) from exc
+        raise
+
+
 def _python() -> str:
     import sys
 

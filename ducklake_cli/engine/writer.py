@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, NewDataFile
+from ducklake_cli.catalog.types import DECIMAL_TYPE
 from ducklake_cli.engine.parquet_files import FileSpec, Leaf, PartitionKey, file_from_json, write_batches
-from ducklake_cli.engine.spark_types import DECIMAL_TYPE
 from ducklake_cli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def lineage_fields() -> list[pa.Field]:
     """The trailing BIGINT columns rewritten files embed: each row's id and inserting snapshot (spec §5.6)."""
     import pyarrow as pa
 
-    from ducklake_cli.engine.spark_types import ROW_ID_COLUMN, ROW_ID_FIELD_ID, SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID
+    from ducklake_cli.catalog.types import ROW_ID_COLUMN, ROW_ID_FIELD_ID, SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID
 
     return [pa.field(name, pa.int64(), metadata={b"PARQUET:field_id": str(fid).encode()})
             for name, fid in ((ROW_ID_COLUMN, ROW_ID_FIELD_ID), (SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID))]

@@ -9,7 +9,7 @@ from typing import Any
 from ducklake_cli.catalog.models import SchemaInfo, TableInfo
 from ducklake_cli.catalog.paths import table_dir
 from ducklake_cli.catalog.reader import MetadataReader
-from ducklake_cli.engine.spark_types import SNAPSHOT_ID_COLUMN
+from ducklake_cli.catalog.types import SNAPSHOT_ID_COLUMN
 from ducklake_cli.errors import StorageError
 from ducklake_cli.storage.files import filesystem, read_int_column
 

@@ -94,8 +94,8 @@ class FlushPlan(Plan):
         import pyarrow.parquet as pq
 
         from ducklake_cli.catalog.inlined import decode_inlined
+        from ducklake_cli.catalog.types import ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN
         from ducklake_cli.engine.parquet_files import file_from_json, write_batches
-        from ducklake_cli.engine.spark_types import ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN
         from ducklake_cli.storage.files import filesystem
 
         with lake.reader() as r:

@@ -6,7 +6,6 @@ import datetime as dt
 import itertools
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,14 +13,14 @@ from ducklake_cli.catalog.models import SchemaInfo, Snapshot, TableInfo
 from ducklake_cli.engine.output import Encoder, RowStream
 from ducklake_cli.engine.planning.predicates import Predicate
 from ducklake_cli.engine.planning.scan_plan import ScanPlan, plan_scan
+from ducklake_cli.engine.session import spark_errors
 from ducklake_cli.errors import NotFoundError, QueryError, UsageError
 from ducklake_cli.lake import Lake, LakeReader
 from ducklake_cli.ops.results import Section, jsonable
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-
     from ducklake_cli.engine.planning.sql_rewrite import ParsedQuery, TableRef
+    from ducklake_cli.engine.session import DataFrame, SparkSession
 
 _view_ids = itertools.count()
 MAX_VIEW_DEPTH = 16
@@ -164,11 +163,10 @@ def _view_frame(spark: SparkSession, plan: SqlPlan) -> DataFrame:
     try:
         df = spark.sql(plan.spark_sql)
     except Exception as exc:
-        from pyspark.errors import PySparkException
+        from ducklake_cli.engine.session import is_spark_error, translate_spark_error
 
-        if not (isinstance(exc, PySparkException) or type(exc).__name__ == "Py4JJavaError"):
+        if not is_spark_error(exc):
             raise
-        from ducklake_cli.engine.session import translate_spark_error
 
         text = str(translate_spark_error(exc))
         if routine := re.search(r"Cannot resolve routine `([^`]+)`", text):  # a DuckDB function Spark lacks
@@ -268,21 +266,6 @@ def run_query(
 
     with spark_errors(), spark_progress(spark):
         return _execute(spark, plan, limit=limit, output=output, explain=explain, stream=stream, display=display)
-
-
-@contextmanager
-def spark_errors() -> Iterator[None]:
-    """Spark's own exceptions (analysis, parse, runtime) as our one-line `QueryError`."""
-    try:
-        yield
-    except Exception as exc:
-        from pyspark.errors import PySparkException
-
-        if isinstance(exc, PySparkException) or type(exc).__name__ == "Py4JJavaError":
-            from ducklake_cli.engine.session import translate_spark_error
-
-            raise translate_spark_error(exc) from exc
-        raise
 
 
 def _execute(

@@ -161,8 +161,8 @@ class _RewritePlan(Plan):
     def _write_group(self, lake: Lake, g: FileGroup) -> list[NewDataFile]:
         from ducklake_cli.engine.planning.scan_plan import plan_scan
         from ducklake_cli.engine.scan import scan
+        from ducklake_cli.engine.session import spark_errors
         from ducklake_cli.engine.writer import write_files
-        from ducklake_cli.ops.query import spark_errors
 
         ids = {f.data_file_id for f in g.files}
         with lake.reader() as r:

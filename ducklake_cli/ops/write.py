@@ -303,8 +303,9 @@ def run_write(
 
     from ducklake_cli.engine.ingest import conform, read_input, refuse_no_columns
     from ducklake_cli.engine.ingest_duckdb import ingest_errors
+    from ducklake_cli.engine.session import spark_errors
     from ducklake_cli.engine.writer import columns_from_spark, write_files
-    from ducklake_cli.ops.query import spark_errors, sql_dataframe
+    from ducklake_cli.ops.query import sql_dataframe
 
     spark = lake.spark()
     skipped = None

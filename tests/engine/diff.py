@@ -52,8 +52,8 @@ def rendered_type_ids() -> frozenset[str]:
     to ``StringType`` although DuckDB has a non-text type for them. Compared through DuckDB's VARCHAR cast."""
     from pyspark.sql.types import StringType
 
-    from ducklake_cli.catalog.types import DUCKDB_TYPES
     from ducklake_cli.catalog.models import ColumnInfo
+    from ducklake_cli.catalog.types import DUCKDB_TYPES
     from ducklake_cli.engine.spark_types import spark_type
 
     ids = set()

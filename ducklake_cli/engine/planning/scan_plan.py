@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ducklake_cli.catalog.models import ColumnInfo, NameMapping, SchemaInfo, TableInfo
 from ducklake_cli.catalog.paths import file_path, table_dir
 from ducklake_cli.catalog.reader import MetadataReader
+from ducklake_cli.catalog.types import decimal_parts
 from ducklake_cli.engine.planning.predicates import Predicate
 
 if TYPE_CHECKING:
@@ -214,8 +215,6 @@ def _pyarrow_files(
 ) -> frozenset[int]:
     """Name-mapped files Spark cannot read as the table's types (from their footers): every column needing the
     fallback reader, and Parquet types other than the column's own (narrower integers, other timestamp units…)."""
-    from ducklake_cli.engine.spark_types import native_arrow_match
-
     mapped = [f for f in files if f.mapping_id is not None]
     if not mapped:
         return frozenset()
@@ -314,3 +313,58 @@ def _missing_columns(
         if missing:
             out[f.data_file_id] = missing
     return out
+
+
+# Types Spark's Parquet reader cannot read as DuckDB wrote them; files holding them go through the fallback
+# reader (engine/fallback.py), which returns the Spark type given by `spark_type`.
+FALLBACK_TYPES = frozenset({"uuid", "interval", "timetz", "timestamp_ns", "time", "time_ns", "int128", "uint128",
+                            "variant"})
+
+
+def needs_fallback(col: ColumnInfo) -> bool:
+    """Whether a column (or any nested child) has a type Spark's Parquet reader rejects."""
+    return col.type in FALLBACK_TYPES or any(needs_fallback(c) for c in col.children)
+
+
+
+# Parquet types (as pyarrow reads them) Spark's reader reads as each flat DuckLake type; anything else goes through
+# the fallback reader. Checked only for files registered by name, whose types DuckDB lets differ from the column's.
+_NATIVE_ARROW: dict[str, tuple[str, ...]] = {
+    "boolean": ("bool",), "int8": ("int8",), "int16": ("int16",), "int32": ("int32",), "int64": ("int64",),
+    "uint8": ("uint8",), "uint16": ("uint16",), "uint32": ("uint32",), "uint64": ("uint64",),
+    "float32": ("float",), "float64": ("double",), "date": ("date32[day]",),
+    "timestamp": ("timestamp[us]",), "timestamp_us": ("timestamp[us]",), "timestamp_ms": ("timestamp[ms]",),
+    "varchar": ("string", "large_string"), "json": ("string", "large_string"),
+    "blob": ("binary", "large_binary"), "geometry": ("binary", "large_binary"),
+}
+
+
+def native_arrow_match(file_type: pa.DataType, col: ColumnInfo, node: MappedField) -> bool:
+    """Whether Spark's Parquet reader reads a file field of this (pyarrow) type, mapped by `node`, as `col`."""
+    import pyarrow as pa
+
+    if col.type == "struct":
+        if not pa.types.is_struct(file_type):
+            return False
+        fields = {file_type.field(i).name: file_type.field(i).type for i in range(file_type.num_fields)}
+        for child in col.children:
+            sub = node.children.get(child.column_id)
+            if sub is not None and sub.name in fields and not native_arrow_match(fields[sub.name], child, sub):
+                return False
+        return True
+    if col.type == "list":
+        if not (pa.types.is_list(file_type) or pa.types.is_large_list(file_type)):
+            return False
+        sub = node.children.get(col.children[0].column_id)
+        return sub is None or native_arrow_match(file_type.value_type, col.children[0], sub)
+    if col.type == "map":
+        if not pa.types.is_map(file_type):
+            return False
+        pairs = zip((file_type.key_type, file_type.item_type), col.children, strict=True)
+        return all((sub := node.children.get(c.column_id)) is None or native_arrow_match(t, c, sub) for t, c in pairs)
+    if col.type == "timestamptz":
+        return pa.types.is_timestamp(file_type) and file_type.tz is not None and file_type.unit in ("ms", "us")
+    dec = decimal_parts(col.type)
+    if dec:
+        return pa.types.is_decimal(file_type) and (file_type.precision, file_type.scale) == dec
+    return str(file_type) in _NATIVE_ARROW.get(col.type, ())
