@@ -10,22 +10,20 @@ import json
 import os
 import shutil
 import tempfile
-import urllib.parse
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import LeafStats, NewDataFile
+from ducklake_cli.catalog.partitions import CALENDAR, bucket_of, hive_dir, key_text
 from ducklake_cli.catalog.paths import new_data_file_name
-from ducklake_cli.catalog.stats import NO_BOUNDS, encode_stat, render_value
+from ducklake_cli.catalog.stats import NO_BOUNDS, encode_stat
 from ducklake_cli.catalog.types import DUCKDB_TYPES, FLOAT_TYPES
-from ducklake_cli.engine.planning.prune import bucket_of
 from ducklake_cli.storage.files import filesystem, split_protocol
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 # Types pyarrow cannot write as DuckDB does (UUID, INTERVAL and TIMETZ layouts, HUGEINT as DOUBLE, seconds and
 # nanosecond timestamps, shredded VARIANT, GEOMETRY): files of tables holding any of them are written by DuckDB.
 DUCKDB_WRITTEN = frozenset({"uuid", "interval", "time", "time_ns", "timetz", "timestamp_s", "timestamp_ms",
@@ -488,26 +486,21 @@ def _key_values(batch: pa.RecordBatch, key: PartitionKey) -> list[Any]:
     col = batch.column(key.column_index)
     if key.transform == "identity":
         return col.to_pylist()
-    if key.transform in ("year", "month", "day", "hour"):
+    if key.transform in CALENDAR:  # vectorised `catalog.partitions.calendar_part`
         return getattr(pc, key.transform)(col).to_pylist()
     assert key.buckets is not None
     return [bucket_of(v, key.column_type, key.buckets) for v in col.to_pylist()]
 
 
-def _key_text(value: Any, key: PartitionKey) -> str | None:
-    if value is None:
-        return None
-    return render_value(value, key.column_type) if key.transform == "identity" else str(value)
-
-
-def _split(batch: pa.RecordBatch,
-           keys: Sequence[PartitionKey]) -> Iterator[tuple[tuple[str | None, ...], pa.RecordBatch]]:
+def split_partitions(batch: pa.RecordBatch,
+                     keys: Sequence[PartitionKey]) -> Iterator[tuple[tuple[str | None, ...], pa.RecordBatch]]:
+    """The rows of a batch grouped by their partition key texts (one group when there are no keys)."""
     import pyarrow as pa
 
     if not keys:
         yield (), batch
         return
-    columns = [[_key_text(v, k) for v in _key_values(batch, k)] for k in keys]
+    columns = [[key_text(v, k.transform, k.column_type) for v in _key_values(batch, k)] for k in keys]
     groups: dict[tuple[str | None, ...], list[int]] = {}
     for i, tup in enumerate(zip(*columns, strict=True)):
         groups.setdefault(tup, []).append(i)
@@ -518,8 +511,7 @@ def _split(batch: pa.RecordBatch,
 def _hive_dir(spec: FileSpec, values: tuple[str | None, ...]) -> str:
     if not spec.hive or not spec.keys:
         return spec.subdir
-    return "".join(f"{k.dir_name}={HIVE_NULL if v is None else urllib.parse.quote(v, safe='')}/"
-                   for k, v in zip(spec.keys, values, strict=True))
+    return hive_dir([k.dir_name for k in spec.keys], values)
 
 
 # ----- the mapInArrow entry point ------------------------------------------------------------------------------
@@ -544,7 +536,7 @@ def write_batches(batches: Iterator[pa.RecordBatch], spec: FileSpec) -> Iterator
             table = table.cast(spec.schema)
         _check_not_null(table, spec.not_null)
         for batch in table.to_batches(max_chunksize=spec.row_group_size):  # rotation is checked per row group
-            for values, part in _split(batch, spec.keys):
+            for values, part in split_partitions(batch, spec.keys):
                 f = open_files.get(values)
                 if f is not None and not f.takes(part):
                     done.extend(open_files.pop(values).close())

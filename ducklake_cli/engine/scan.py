@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, NameMapping
+from ducklake_cli.catalog.partitions import HIVE_NULL
 from ducklake_cli.catalog.types import (
     DELETE_FILE_PATH_ID,
     DELETE_POS_ID,
@@ -151,7 +152,7 @@ def _read_mapped(
             # Hive partition value from the `name=value` path segment: the key is a URI (one level of escapes),
             # the value hive-escaped (another); __HIVE_DEFAULT_PARTITION__ is NULL.
             raw = _url_decode(_url_decode(F.regexp_extract(key, f"/\\Q{node.name}\\E=([^/]*)/", 1)))
-            value = F.when(raw == "__HIVE_DEFAULT_PARTITION__", F.lit(None)).otherwise(raw)
+            value = F.when(raw == HIVE_NULL, F.lit(None)).otherwise(raw)
             selects.append(value.cast(spark_type(c)).alias(_col_name(c.column_id)))
         elif pyarrow:
             selects.append(F.col(f"c{c.column_id}").alias(_col_name(c.column_id)))

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, NewDataFile
+from ducklake_cli.catalog.partitions import bucket_count, hive_key_names, transform_name
 from ducklake_cli.catalog.types import DECIMAL_TYPE
 from ducklake_cli.engine.parquet_files import FileSpec, Leaf, PartitionKey, file_from_json, write_batches
 from ducklake_cli.errors import UsageError
@@ -152,6 +153,20 @@ def leaves(columns: Sequence[ColumnInfo]) -> tuple[Leaf, ...]:
 
 
 # ----- the write job -----------------------------------------------------------------------------------------
+
+def partition_keys(columns: Sequence[ColumnInfo], fields: Sequence[tuple[int, str]]) -> tuple[PartitionKey, ...]:
+    """How executors compute each `(column_id, transform)` key of a spec over rows of `columns` (top-level)."""
+    by_id = {c.column_id: (i, c) for i, c in enumerate(columns)}
+    dir_keys = hive_key_names({c.column_id: c.name for c in columns}, fields)
+    keys = []
+    for key_index, ((cid, transform), dir_key) in enumerate(zip(fields, dir_keys, strict=True)):
+        if cid not in by_id:
+            raise UsageError("the table is partitioned by a nested or dropped column; `write` cannot place rows")
+        pos, col = by_id[cid]
+        keys.append(PartitionKey(key_index, pos, col.type, transform_name(transform), bucket_count(transform),
+                                 dir_key))
+    return tuple(keys)
+
 
 def partition_exprs(df: DataFrame, keys: Sequence[PartitionKey]) -> list[Any]:
     """Spark expressions that cluster rows of one partition key tuple into one task."""

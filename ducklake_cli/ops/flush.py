@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, InlinedTable, NewDataFile, SchemaInfo, TableInfo
 from ducklake_cli.catalog.paths import table_dir
+from ducklake_cli.engine.writer import partition_keys
 from ducklake_cli.errors import CommitConflictError
 from ducklake_cli.ops.maintenance import FileAction, MaintenanceReport, Plan
 from ducklake_cli.ops.rewrite import _Context, _context, _pick_tables
-from ducklake_cli.ops.write import _partition_keys, file_spec
+from ducklake_cli.ops.write import file_spec
 
 if TYPE_CHECKING:
     from ducklake_cli.catalog.transaction import Transaction
@@ -108,7 +109,7 @@ class FlushPlan(Plan):
         tdir = table_dir(self.ctx.data_path, b.schema, b.table)
         partition = [(f.column_id, f.transform) for f in b.table.partition.fields] if b.table.partition else []
         live_ids = {c.column_id for c in b.columns}
-        keys = _partition_keys(b.columns, partition) if all(cid in live_ids for cid, _ in partition) else ()
+        keys = partition_keys(b.columns, partition) if all(cid in live_ids for cid, _ in partition) else ()
         spec = file_spec(lake, self.ctx.meta, table_dir=tdir, columns=b.columns, keys=keys, lineage=True,
                          table_id=b.table.table_id, schema_id=b.schema.schema_id)
         files = [file_from_json(x.as_py()) for out in write_batches(iter(table.to_batches()), spec)

@@ -9,8 +9,10 @@ from typing import Any
 
 from ducklake_cli.catalog.changes import ChangeParseError, parse_changes
 from ducklake_cli.catalog.models import ColumnInfo, Snapshot, TableInfo
+from ducklake_cli.catalog.partitions import transform_text
 from ducklake_cli.catalog.paths import file_path, table_dir
 from ducklake_cli.catalog.reader import ColumnStatsSummary, MetadataReader
+from ducklake_cli.catalog.types import FLOAT_TYPES, INT_TYPES
 from ducklake_cli.lake import Lake
 from ducklake_cli.ops.counts import TableCounts, table_counts
 from ducklake_cli.ops.results import Section, jsonable
@@ -345,15 +347,12 @@ def _flatten(cols: tuple[ColumnInfo, ...], prefix: str = "") -> list[tuple[str, 
     return out
 
 
-_INT_TYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
-
-
 def _sort_key(type_name: str, value: str) -> Any:
     """Compare stats strings by their type, as DuckDB does (numbers numerically, the rest as text)."""
     try:
-        if type_name in _INT_TYPES:
+        if type_name in INT_TYPES:
             return int(value)
-        if type_name in ("float32", "float64"):
+        if type_name in FLOAT_TYPES:
             return float(value)
         if type_name.startswith("decimal"):
             return Decimal(value)
@@ -392,11 +391,8 @@ def table_detail(lake: Lake, table: str, *, at: SnapshotSelector = SnapshotSelec
         names = {c.column_id: n for n, c in flat}
         live_ids = {f.data_file_id for f in data}
         deletes = [d for d in r.delete_files(sid, [t.table_id]) if d.data_file_id in live_ids]
-        partitioning = tuple(
-            (names.get(p.column_id, f"#{p.column_id}") if p.transform == "identity"
-             else _transform_text(p.transform, names.get(p.column_id, f"#{p.column_id}")))
-            for p in (t.partition.fields if t.partition else ())
-        )
+        partitioning = tuple(transform_text(p.transform, names.get(p.column_id, f"#{p.column_id}"))
+                             for p in (t.partition.fields if t.partition else ()))
         return TableDetail(
             schema=t.schema_name, table=t.name, table_id=t.table_id, table_uuid=t.table_uuid, snapshot_id=sid,
             path=tdir, comment=t.comment(), tags=dict(t.tags), live_rows=counts.live_rows,
@@ -415,11 +411,3 @@ def table_detail(lake: Lake, table: str, *, at: SnapshotSelector = SnapshotSelec
             inlined=tuple(InlinedRow(i.table_name, i.schema_version, r.inlined_row_count(sid, i))
                           for i in t.inlined_tables),
         )
-
-
-def _transform_text(transform: str, column: str) -> str:
-    """`bucket(16)` + `id` → `bucket(16, id)`; `year` + `ts` → `year(ts)`."""
-    if transform.endswith(")") and "(" in transform:
-        head, args = transform[:-1].split("(", 1)
-        return f"{head}({args}, {column})"
-    return f"{transform}({column})"

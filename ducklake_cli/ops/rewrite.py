@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import DataFile, LakeMetadata, NewDataFile, SchemaInfo, TableInfo
+from ducklake_cli.catalog.partitions import hive_key_aliases, hive_value
 from ducklake_cli.catalog.paths import file_path, table_dir
 from ducklake_cli.errors import CommitConflictError, UsageError
 from ducklake_cli.ops.maintenance import FileAction, MaintenanceReport, Plan, relative_to_root
-from ducklake_cli.ops.write import file_spec, hive_key_names, parse_size, split_table_name
+from ducklake_cli.ops.write import file_spec, parse_size, split_table_name
 
 if TYPE_CHECKING:
     from ducklake_cli.catalog.transaction import Transaction
@@ -267,7 +268,7 @@ def _partition_filter(partition: Sequence[str]) -> dict[str, str | None]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"--partition {item!r}: expected KEY=VALUE, e.g. region=eu or day=31")
-        out[key.strip().lower()] = None if value == "__HIVE_DEFAULT_PARTITION__" else value
+        out[key.strip().lower()] = hive_value(value)
     return out
 
 
@@ -277,13 +278,9 @@ def _matches(t: TableInfo, values: dict[int, str | None], wanted: dict[str, str 
         return True
     if t.partition is None:
         return False
-    names = {c.column_id: c.name for c in t.columns}
     fields = t.partition.fields
-    keys = {}
-    for f, dir_key in zip(fields, hive_key_names(names, [(f.column_id, f.transform) for f in fields]), strict=True):
-        keys[dir_key.lower()] = f.key_index
-        keys[f"{f.transform.split('(')[0]}_{names.get(f.column_id, '')}".lower()] = f.key_index  # always accepted
-    return all(k in keys and values.get(keys[k]) == v for k, v in wanted.items())
+    keys = hive_key_aliases({c.column_id: c.name for c in t.columns}, [(f.column_id, f.transform) for f in fields])
+    return all(k in keys and values.get(fields[keys[k]].key_index) == v for k, v in wanted.items())
 
 
 def plan_compact(lake: Lake, *, table: str | None = None, max_input_files: int | None = None,

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, LakeMetadata, NewDataFile, SchemaInfo, TableInfo
+from ducklake_cli.catalog.partitions import parse_partition_by, resolve_partition
 from ducklake_cli.engine.ingest import INPUT_FORMATS
+from ducklake_cli.engine.writer import partition_keys
 from ducklake_cli.errors import CommitConflictError, NotFoundError, TableExistsError, UsageError
 from ducklake_cli.ops.results import Section
 from ducklake_cli.storage.files import ensure_dir
@@ -23,8 +25,6 @@ if TYPE_CHECKING:
 
 MODES = ("append", "overwrite", "create")
 DEFAULT_INLINE_LIMIT = 10
-_TRANSFORM = re.compile(r"^\s*(year|month|day|hour)\s*\(\s*([^()]+?)\s*\)\s*$"
-                        r"|^\s*bucket\s*\(\s*(\d+)\s*,\s*([^()]+?)\s*\)\s*$", re.IGNORECASE)
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
 
 
@@ -58,38 +58,6 @@ class WriteResult:
         return {"table": self.table, "mode": self.mode, "snapshot_id": self.snapshot_id, "rows": self.rows,
                 "files": self.files, "bytes_written": self.bytes_written, "inlined_rows": self.inlined_rows,
                 "created_table": self.created_table, "skipped_rows": self.skipped_rows}
-
-
-@dataclass(frozen=True)
-class PartitionRequest:
-    """One `--partition-by` item: a column and a transform (`identity`, `year`…, `bucket(N)`)."""
-
-    column: str
-    transform: str
-    buckets: int | None = None
-
-
-def parse_partition_by(items: Sequence[str]) -> list[PartitionRequest]:
-    """`region`, `day(ts)`, `bucket(8, id)` (repeatable, or comma-separated outside parentheses)."""
-    out = []
-    for item in items:
-        for part in re.split(r",(?![^()]*\))", item):
-            if not part.strip():
-                continue
-            m = _TRANSFORM.match(part)
-            if m and m.group(1):
-                out.append(PartitionRequest(m.group(2).strip('`"'), m.group(1).lower()))
-            elif m:
-                n = int(m.group(3))
-                if n <= 0:
-                    raise UsageError(f"--partition-by {part.strip()!r}: the bucket count must be positive")
-                out.append(PartitionRequest(m.group(4).strip('`"'), f"bucket({n})", n))
-            elif re.fullmatch(r"\s*[`\"]?[^()`\",]+[`\"]?\s*", part):
-                out.append(PartitionRequest(part.strip().strip('`"'), "identity"))
-            else:
-                raise UsageError(f"--partition-by {part.strip()!r} is not a column, year|month|day|hour(col) "
-                                 "or bucket(N, col)")
-    return out
 
 
 def parse_size(text: str) -> int:
@@ -161,49 +129,6 @@ def _plan_target(lake: Lake, schema_name: str, name: str, mode: str) -> _Target:
     tdir = table_dir(data_path, schema, existing) if schema and existing else ensure_dir(sdir) + tdir_name
     return _Target(schema_name, name, existing, schema, sdir_name, tdir_name, ensure_dir(tdir), latest.snapshot_id,
                    meta)
-
-
-def hive_key_names(column_names: Mapping[int, str], fields: Sequence[tuple[int, str]]) -> list[str]:
-    """The `key=` of each partition key's hive directory, as DuckDB names them: the column for identity, else the
-    transform (`year`, `bucket`), or `transform_column` when two keys share a transform."""
-    shorts = [t.split("(")[0] for _, t in fields]
-    return [column_names.get(cid, "") if short == "identity"
-            else (short if shorts.count(short) == 1 else f"{short}_{column_names.get(cid, '')}")
-            for (cid, _), short in zip(fields, shorts, strict=True)]
-
-
-def _partition_keys(columns: Sequence[ColumnInfo], fields: Sequence[tuple[int, str]]) -> tuple[PartitionKey, ...]:
-    from ducklake_cli.engine.parquet_files import PartitionKey
-
-    by_id = {c.column_id: (i, c) for i, c in enumerate(columns)}
-    dir_keys = hive_key_names({c.column_id: c.name for c in columns}, fields)
-    keys = []
-    for key_index, ((cid, transform), dir_key) in enumerate(zip(fields, dir_keys, strict=True)):
-        if cid not in by_id:
-            raise UsageError("the table is partitioned by a nested or dropped column; `write` cannot place rows")
-        pos, col = by_id[cid]
-        m = re.fullmatch(r"bucket\((\d+)\)", transform)
-        keys.append(PartitionKey(key_index, pos, col.type, "bucket" if m else transform,
-                                 int(m.group(1)) if m else None, dir_key))
-    return tuple(keys)
-
-
-def _resolve_partition(columns: Sequence[ColumnInfo], requests: Sequence[PartitionRequest]) -> list[tuple[int, str]]:
-    by_name = {c.name.lower(): c for c in columns}
-    out = []
-    for req in requests:
-        col = by_name.get(req.column.lower())
-        if col is None:
-            known = ", ".join(c.name for c in columns)
-            raise UsageError(f"--partition-by: no column {req.column!r} (columns: {known})")
-        if req.transform in ("year", "month", "day", "hour") and col.type not in (
-                "date", "timestamp", "timestamptz") or req.transform == "hour" and col.type == "date":
-            raise UsageError(f"--partition-by {req.transform}({col.name}): needs a date or timestamp column, "
-                             f"not {col.type}")
-        if col.children:
-            raise UsageError(f"--partition-by {col.name}: nested columns cannot be partition keys")
-        out.append((col.column_id, req.transform))
-    return out
 
 
 def file_spec(lake: Lake, meta: LakeMetadata, *, table_dir: str, columns: Sequence[ColumnInfo],
@@ -321,16 +246,16 @@ def run_write(
             columns = target.existing.columns
             partition = [(f.column_id, f.transform) for f in target.existing.partition.fields] \
                 if target.existing.partition else []
-            if requests and _resolve_partition(columns, requests) != partition:
+            if requests and resolve_partition(columns, requests) != partition:
                 raise UsageError(f"table {schema_name}.{name} exists with another partitioning",
                                  hint="omit --partition-by when appending to an existing table")
         else:
             columns = parsed if parsed is not None else columns_from_spark(df.schema)
             refuse_no_columns(columns, "the input")
-            partition = _resolve_partition(columns, requests)
+            partition = resolve_partition(columns, requests)
         df = conform(df, columns, ignore_extra=ignore_extra_columns)
         spec = file_spec(lake, target.meta, table_dir=target.table_dir, columns=columns,
-                         keys=_partition_keys(columns, partition),
+                         keys=partition_keys(columns, partition),
                          table_id=target.existing.table_id if target.existing else None,
                          schema_id=target.schema.schema_id if target.schema else None)
         files = write_files(df, spec)

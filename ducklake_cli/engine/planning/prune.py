@@ -22,13 +22,27 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from ducklake_cli.catalog.models import ColumnInfo, PartitionField
+from ducklake_cli.catalog.partitions import (
+    BUCKET,
+    CALENDAR,
+    DAY_NS,
+    EPOCH_ORDINAL,
+    NS,
+    UNIT_NS,
+    bucket_index,
+    calendar_part,
+    exact_int,
+    float32,
+    hash_bytes,
+    murmur3_32,  # noqa: F401  (re-exported: tests/engine/test_prune.py imports it from here)
+)
+from ducklake_cli.catalog.types import DECIMAL_TYPE, FLOAT_TYPES, INT_TYPES, SIGNED_INT_TYPES, UNSIGNED_INT_TYPES
 from ducklake_cli.engine.planning.predicates import Predicate
 
 
@@ -61,21 +75,9 @@ class Candidate:
     written_types: Mapping[int, str] = field(default_factory=dict)
 
 
-_SIGNED = frozenset({"int8", "int16", "int32", "int64"})
-_UNSIGNED = frozenset({"uint8", "uint16", "uint32", "uint64"})
-_NS = 1_000_000_000
-_DAY = 86_400 * _NS
-_HOUR = 3_600 * _NS
-# Nanoseconds per stored unit of each temporal type (all temporal values are compared as ns since the epoch).
-_UNIT = {"date": _DAY, "timestamp": 1000, "timestamp_us": 1000, "timestamptz": 1000, "timestamp_ms": 1_000_000,
-         "timestamp_s": _NS, "timestamp_ns": 1}
-_CALENDAR = ("year", "month", "day", "hour")
-_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
-_BUCKET = re.compile(r"bucket\((\d+)\)")
 _INT = re.compile(r"[+-]?\d+")
 _TS = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?"
                  r"\s*(Z|[+-]\d{2}(?::?\d{2})?)?")
-_EPOCH = dt.date(1970, 1, 1).toordinal()
 _COMPARE = frozenset({"=", "<", "<=", ">", ">=", "between", "in"})
 
 # A literal in the column's domain; True = the engine compares after rounding both sides to double (rounding is
@@ -107,43 +109,7 @@ def prune(candidates: Sequence[Candidate], predicates: Sequence[Predicate],
     return kept, pruned
 
 
-# ----- murmur3 / bucket ----------------------------------------------------------------------------------------
-
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
-
-
-def _mix(k: int) -> int:
-    return (_rotl((k * 0xCC9E2D51) & 0xFFFFFFFF, 15) * 0x1B873593) & 0xFFFFFFFF
-
-
-def murmur3_32(data: bytes, seed: int = 0) -> int:
-    """MurmurHash3 x86_32 of `data` as a signed 32-bit int (DuckDB's `murmur3_32` for the same bytes)."""
-    h = seed & 0xFFFFFFFF
-    full = len(data) - len(data) % 4
-    for i in range(0, full, 4):
-        h = _rotl(h ^ _mix(int.from_bytes(data[i:i + 4], "little")), 13)
-        h = (h * 5 + 0xE6546B64) & 0xFFFFFFFF
-    if full < len(data):
-        h ^= _mix(int.from_bytes(data[full:], "little"))
-    h ^= len(data)
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
-    h ^= h >> 16
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def _exact_int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return int(v)
-    if isinstance(v, int):
-        return v
-    if isinstance(v, Decimal | float) and math.isfinite(v) and v == int(v):
-        return int(v)
-    return None
-
+# ----- bucket --------------------------------------------------------------------------------------------------
 
 def _hash_inputs(value: Any, col_type: str, written: str | None) -> list[bytes] | None:
     """DuckDB's murmur3 inputs a row equal to `value` may have been hashed from, or None when unknown.
@@ -151,49 +117,18 @@ def _hash_inputs(value: Any, col_type: str, written: str | None) -> list[bytes] 
     `written` is the type the file was written with (None = unknown). Promotions keep old files' keys: uint→signed
     int changes the encoding (text → int64); timestamp→timestamptz hashed the old wall-clock value (unknowable).
     """
-    if written is None and col_type in _SIGNED:  # maybe written as uint: either encoding
-        i = _exact_int(value)
-        signed, text = _hash_bytes(value, "int64"), _hash_bytes(value, "uint64")
+    if written is None and col_type in SIGNED_INT_TYPES:  # maybe written as uint: either encoding
+        i = exact_int(value)
+        signed, text = hash_bytes(value, "int64"), hash_bytes(value, "uint64")
         return None if i is None else [d for d in (signed, text) if d is not None]
     if written is not None and written != col_type:
-        if written in _UNSIGNED or written in _SIGNED and col_type in _SIGNED or written == "float32":
-            col_type = written if written in _UNSIGNED else col_type
+        if written in UNSIGNED_INT_TYPES or written in SIGNED_INT_TYPES and col_type in SIGNED_INT_TYPES \
+                or written == "float32":
+            col_type = written if written in UNSIGNED_INT_TYPES else col_type
         else:
             return None
-    data = _hash_bytes(value, col_type)
+    data = hash_bytes(value, col_type)
     return None if data is None else [data]
-
-
-def _hash_bytes(value: Any, col_type: str) -> bytes | None:
-    """DuckDB's murmur3 input for a value of a column of this type, or None if unsupported / no value can equal it."""
-    if col_type in _SIGNED or col_type == "boolean":
-        i = _exact_int(value)
-        return struct.pack("<q", i) if i is not None and -(1 << 63) <= i < 1 << 63 else None
-    if col_type in _UNSIGNED:
-        i = _exact_int(value)
-        return str(i).encode() if i is not None and i >= 0 else None
-    m = _DECIMAL.fullmatch(col_type)
-    if m:
-        precision, scale = int(m.group(1)), int(m.group(2))
-        scaled = _exact_int(Decimal(value) * (Decimal(10) ** scale)) if isinstance(value, int | Decimal) else None
-        if scaled is None:
-            return None
-        if precision <= 18:
-            return struct.pack("<q", scaled)
-        digits = str(abs(scaled)).rjust(scale + 1, "0")
-        text = digits[:len(digits) - scale] + ("." + digits[len(digits) - scale:] if scale else "")
-        return (("-" if scaled < 0 else "") + text).encode()
-    if col_type in ("float32", "float64"):
-        x = float(value)
-        if math.isnan(x) or x != value or (col_type == "float32" and _f32(x) != x):
-            return None
-        return struct.pack("<d", 0.0 if x == 0 else x)
-    if col_type in _UNIT and col_type != "timestamp_ns" and isinstance(value, int):  # ns: engines may cut to µs
-        unit = _UNIT[col_type]
-        return struct.pack("<q", value // unit) if value % unit == 0 else None
-    if col_type == "varchar" and isinstance(value, str):
-        return value.encode("utf-8")
-    return None
 
 
 # ----- decoding ------------------------------------------------------------------------------------------------
@@ -201,24 +136,17 @@ def _hash_bytes(value: Any, col_type: str) -> bytes | None:
 def _kind(col_type: str) -> str | None:
     if col_type == "boolean":
         return "bool"
-    if col_type in _SIGNED or col_type in _UNSIGNED:
+    if col_type in INT_TYPES:
         return "int"
-    if col_type in ("float32", "float64"):
+    if col_type in FLOAT_TYPES:
         return "float"
-    if _DECIMAL.fullmatch(col_type):
+    if DECIMAL_TYPE.fullmatch(col_type):
         return "dec"
-    if col_type in _UNIT:
+    if col_type in UNIT_NS:
         return "ts"
     if col_type == "varchar":
         return "str"
     return None  # int128/uint128 (lossy in Parquet), time*, interval, uuid, blob, json, geometry, variant…
-
-
-def _f32(x: float) -> float:
-    try:
-        return float(struct.unpack("<f", struct.pack("<f", x))[0])
-    except OverflowError:
-        return math.copysign(math.inf, x)
 
 
 def _to_float(v: Any) -> float:
@@ -237,17 +165,17 @@ def _parse_ts(text: str) -> tuple[int, int, bool, int] | None:
     hh, mm, ss = int(h or 0), int(mi or 0), int(s or 0)
     if hh > 23 or mm > 59 or ss > 59:
         return None
-    days = dt.date(int(y), int(mo), int(d)).toordinal() - _EPOCH  # ValueError → keep
-    wall = (days * 86_400 + hh * 3_600 + mm * 60 + ss) * _NS + int((frac or "0").ljust(9, "0"))
+    days = dt.date(int(y), int(mo), int(d)).toordinal() - EPOCH_ORDINAL  # ValueError → keep
+    wall = (days * 86_400 + hh * 3_600 + mm * 60 + ss) * NS + int((frac or "0").ljust(9, "0"))
     offset = 0
     if zone and zone != "Z":
         digits = zone[1:].replace(":", "")
-        offset = (int(digits[:2]) * 3_600 + int(digits[2:4] or 0) * 60) * _NS * (-1 if zone[0] == "-" else 1)
+        offset = (int(digits[:2]) * 3_600 + int(digits[2:4] or 0) * 60) * NS * (-1 if zone[0] == "-" else 1)
     return wall - offset, wall, zone is not None, len(frac or "")
 
 
 def _dt_ns(v: dt.datetime) -> int:
-    return ((v.toordinal() - _EPOCH) * 86_400 + v.hour * 3_600 + v.minute * 60 + v.second) * _NS \
+    return ((v.toordinal() - EPOCH_ORDINAL) * 86_400 + v.hour * 3_600 + v.minute * 60 + v.second) * NS \
         + v.microsecond * 1000
 
 
@@ -268,7 +196,7 @@ def _bound(text: str | None, col_type: str, kind: str, upper: bool) -> Any:
         if math.isnan(x):
             return None
         # A float32 file under a float64 column (promotion) renders shortest-float32 text: widen to cover both.
-        return max(x, _f32(x)) if upper else min(x, _f32(x))
+        return max(x, float32(x)) if upper else min(x, float32(x))
     if kind == "ts":
         parsed = _parse_ts(t)
         if parsed is None or parsed[2] != (col_type == "timestamptz"):
@@ -301,7 +229,7 @@ def _alternatives(v: Any, col_type: str, kind: str) -> list[Alt] | None:
         if kind == "float" and _to_float(v) != v or kind != "float" and (from_str or wide or isinstance(v, float)):
             alts.append((v, True))
         if col_type == "float32":
-            alts.append((_f32(_to_float(v)), False))
+            alts.append((float32(_to_float(v)), False))
         return alts
     if kind == "str":
         return [(v, False)] if isinstance(v, str) else None
@@ -314,7 +242,7 @@ def _alternatives(v: Any, col_type: str, kind: str) -> list[Alt] | None:
         if off is not None and not tz:
             out.append(wall)
     elif isinstance(v, dt.date):
-        out.append((v.toordinal() - _EPOCH) * _DAY)
+        out.append((v.toordinal() - EPOCH_ORDINAL) * DAY_NS)
     elif isinstance(v, str):
         parsed = _parse_ts(v)
         if parsed is None:
@@ -328,7 +256,7 @@ def _alternatives(v: Any, col_type: str, kind: str) -> list[Alt] | None:
     else:
         return None
     if col_type == "date":  # the literal may instead be cast to DATE
-        out += [x // _DAY * _DAY for x in out]
+        out += [x // DAY_NS * DAY_NS for x in out]
     return [(x, False) for x in dict.fromkeys(out)]
 
 
@@ -385,24 +313,18 @@ def _calendar_span(parts: dict[str, int], col_type: str) -> _Span | None:
     return _Span(_dt_ns(lo), _dt_ns(hi) - 1)
 
 
-def _calendar_part(ns: int, transform: str) -> int:
-    days, rem = divmod(ns, _DAY)
-    day = dt.date.fromordinal(days + _EPOCH)
-    return {"year": day.year, "month": day.month, "day": day.day, "hour": rem // _HOUR}[transform]
-
-
 def _key_allows(pf: PartitionField, stored: str, col_type: str, value: Any, written: str | None) -> bool:
     """Whether a row equal to `value` could carry partition key text `stored` (True when unsure)."""
     t = pf.transform
-    if t in _CALENDAR and col_type in _UNIT and col_type != "timestamptz" and _INT.fullmatch(stored.strip()):
+    if t in CALENDAR and col_type in UNIT_NS and col_type != "timestamptz" and _INT.fullmatch(stored.strip()):
         if t == "hour" and col_type == "date" or not isinstance(value, int):
             return True
-        return _calendar_part(value, t) == int(stored)
-    m = _BUCKET.fullmatch(t)
+        return calendar_part(value, t) == int(stored)
+    m = BUCKET.fullmatch(t)
     if m and int(m.group(1)) > 0 and _INT.fullmatch(stored.strip()):
         inputs = _hash_inputs(value, col_type, written)
         n = int(m.group(1))
-        return inputs is None or any((murmur3_32(d) & 0x7FFFFFFF) % n == int(stored) for d in inputs)
+        return inputs is None or any(bucket_index(d, n) == int(stored) for d in inputs)
     return True
 
 
@@ -422,7 +344,7 @@ def _spans(stats: FileStats | None, keys: list[tuple[PartitionField, str | None]
             lo, hi = _bound(stored, col_type, kind, False), _bound(stored, col_type, kind, True)
             if lo is not None or hi is not None:
                 out.append(_Span(lo, hi))
-        elif pf.transform in _CALENDAR and kind == "ts" and col_type != "timestamptz" \
+        elif pf.transform in CALENDAR and kind == "ts" and col_type != "timestamptz" \
                 and _INT.fullmatch(stored.strip()):
             calendar[pf.transform] = int(stored)
     span = _calendar_span(calendar, col_type)
@@ -446,7 +368,7 @@ def _may_match(c: Candidate, pred: Predicate, col: ColumnInfo) -> bool:
     # NULL too, so only identity and bucket NULL keys mean that every row is NULL.
     no_nulls = stats is not None and stats.null_count == 0 or any(v is not None for _, v in keys)
     all_null = stats is not None and stats.value_count == 0 or any(
-        v is None and (f.transform == "identity" or _BUCKET.fullmatch(f.transform)) for f, v in keys)
+        v is None and (f.transform == "identity" or BUCKET.fullmatch(f.transform)) for f, v in keys)
     op = pred.op
     if op == "is_null":
         return not no_nulls
@@ -500,23 +422,3 @@ def _may_match(c: Candidate, pred: Predicate, col: ColumnInfo) -> bool:
             for s in spans
         )
     return all(any(s.allows(op, v, r) for v, r in readings[0]) for s in spans)
-
-
-_EPOCH_DT = dt.datetime(1970, 1, 1)
-
-
-def bucket_of(value: Any, col_type: str, buckets: int) -> int | None:
-    """`bucket(N)` of a Python value as DuckDB computes it when writing (spec §6); None for NULL."""
-    if value is None:
-        return None
-    if isinstance(value, dt.datetime):
-        naive = value.astimezone(dt.UTC).replace(tzinfo=None) if value.tzinfo else value
-        delta = naive - _EPOCH_DT
-        micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-        value, col_type = micros * 1000, "timestamp"  # nanoseconds, as _UNIT expects
-    elif isinstance(value, dt.date):
-        value, col_type = (value - _EPOCH_DT.date()).days * _DAY, "date"
-    data = bytes(value) if col_type == "blob" else _hash_bytes(value, col_type)
-    if data is None:
-        raise ValueError(f"bucket() is not supported for columns of type {col_type}")
-    return (murmur3_32(data) & 0x7FFFFFFF) % buckets
