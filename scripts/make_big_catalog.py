@@ -6,7 +6,7 @@
 
 How it works:
 
-1. **Bootstrap with DuckDB itself** (the ``ducklake`` extension, loaded offline as in ``tests/fixtures/oracle.py``):
+1. **Bootstrap with DuckDB itself** (the ``ducklake`` extension, loaded offline by ``ducklake_cli.duckdb_extensions``):
    ``ATTACH 'ducklake:…'``, ``CREATE TABLE main.events(id BIGINT, ts TIMESTAMP, v VARCHAR)`` (plus ``events_2`` …
    with ``--tables``), one ``INSERT`` of ``--rows-per-file`` rows per table (> the inlining limit, so it goes to a
    Parquet file), ``DETACH``. That yields a valid catalog, real Parquet files with field ids and DuckDB's own stats
@@ -14,16 +14,15 @@ How it works:
 2. **Data files.** ``--mode distinct`` (default): one DuckDB ``COPY … (FIELD_IDS {id: 1, ts: 2, v: 3},
    PARTITION_BY (k))`` writes every new file at once — byte-for-byte what DuckLake's INSERT writes for the same rows
    (same writer, same options), each file holding its own id range. The files are moved into the table directory as
-   ``ducklake-<uuidv7>.parquet``; their stats rows are derived from the Parquet footers (pyarrow) and the derivation
-   is checked against DuckDB's own stats rows of the bootstrap files first. ``--mode copy``: byte copies of the
-   table's bootstrap file, reusing its stats rows (fastest; every file holds the same ids — row ids still differ,
-   they come from ``row_id_start``).
-3. **Catalog rows**, appended with plain SQL in one transaction (sqlite3 / psycopg), exactly what DuckDB writes for
-   an INSERT: ``ducklake_snapshot`` (schema_version and next_catalog_id unchanged, next_file_id advanced),
-   ``ducklake_snapshot_changes`` (``inserted_into_table:<tid>``), ``ducklake_data_file`` (exact size and footer
-   length, ``row_id_start`` = the table's next row id, path relative to the table directory), one
-   ``ducklake_file_column_stats`` row per column, then ``ducklake_table_stats`` / ``ducklake_table_column_stats``
-   updated once at the end.
+   ``ducklake-<uuidv7>.parquet``; their stats are derived from the Parquet footers (pyarrow and the library's
+   ``encode_stat``) and the derivation is checked against DuckDB's own stats rows of the bootstrap files first.
+   ``--mode copy``: byte copies of the table's bootstrap file, reusing its stats rows (fastest; every file holds the
+   same ids — row ids still differ, they come from ``row_id_start``).
+3. **Catalog rows** go through the library's catalog layer (``ducklake_cli.catalog.bulk``): every appended snapshot
+   is staged by the same ``Transaction``/``TableWrite`` code as a ``ducklake write`` commit (``ducklake_snapshot``,
+   ``ducklake_snapshot_changes`` ``inserted_into_table:<tid>``, ``ducklake_data_file`` with exact size and footer
+   length and ``row_id_start`` = the table's next row id, one ``ducklake_file_column_stats`` row per column), the
+   rows are sent per catalog table in one transaction, and the table stats are merged once at the end.
 
 ``--snapshots N`` and ``--files M`` count what is *appended* after the bootstrap. The M files are spread evenly over
 the N snapshots (snapshot j inserts ``floor((j+1)·M/N) − floor(j·M/N)`` files, into table ``j mod tables``); a
@@ -52,25 +51,33 @@ import argparse
 import datetime as dt
 import json
 import os
-import secrets
 import shutil
-import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from ducklake_cli.catalog.backends import backend_for
+from ducklake_cli.catalog.bulk import BulkAppend
+from ducklake_cli.catalog.create import existing_catalog_tables
+from ducklake_cli.catalog.models import LeafStats, NewDataFile, TableInfo
+from ducklake_cli.catalog.paths import new_data_file_name, table_dir
+from ducklake_cli.catalog.reader import MetadataReader
+from ducklake_cli.catalog.stats import encode_stat, render_value
+from ducklake_cli.catalog.url import CatalogTarget, parse_catalog
+from ducklake_cli.duckdb_extensions import connect as duckdb_connect
+from ducklake_cli.lake import open_lake
 
 COLUMNS_SQL = "id BIGINT, ts TIMESTAMP, v VARCHAR"
 FIELD_IDS = "{id: 1, ts: 2, v: 3}"  # DuckDB gives a new table's columns the ids 1, 2, 3 in order
 INLINING_LIMIT = 10  # DuckDB's default data_inlining_row_limit
 BASE_TS = dt.datetime(2024, 1, 1)
 STAGING_PREFIX = ".make_big_catalog-staging-"
+EXTENSIONS = ("ducklake", "sqlite", "postgres")
 
 
 def chunk_select(first_chunk: int, last_chunk: int, rows: int) -> str:
@@ -84,46 +91,6 @@ def chunk_select(first_chunk: int, last_chunk: int, rows: int) -> str:
 def table_name(index: int) -> str:
     """Name of the ``index``-th generated table: ``events``, ``events_2``, ``events_3`` …"""
     return "events" if index == 0 else f"events_{index + 1}"
-
-
-def uuid7() -> str:
-    """A UUIDv7 string (48-bit Unix milliseconds, version 7, RFC 4122 variant), as DuckDB names its files."""
-    value = (int(time.time() * 1000) & ((1 << 48) - 1)) << 80
-    value |= 0x7 << 76
-    value |= secrets.randbits(12) << 64
-    value |= 0b10 << 62
-    value |= secrets.randbits(62)
-    text = f"{value:032x}"
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
-
-
-def duckdb_time_text(ts: dt.datetime) -> str:
-    """A UTC time as DuckDB renders TIMESTAMPTZ into a SQLite catalog: ``2026-11-21 22:36:24.341506+00``."""
-    text = ts.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
-    if ts.microsecond:
-        text += f".{ts.microsecond:06d}".rstrip("0")
-    return text + "+00"
-
-
-def duckdb_value_text(value: Any) -> str:
-    """A Parquet min/max statistic (as pyarrow decodes it) rendered like DuckLake's stats strings."""
-    if isinstance(value, dt.datetime):
-        text = value.strftime("%Y-%m-%d %H:%M:%S")
-        if value.microsecond:
-            text += f".{value.microsecond:06d}".rstrip("0")
-        return text
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
-    return str(value)
-
-
-def typed_key(column_type: str) -> Callable[[str], Any]:
-    """Sort key for a stats string of a DuckLake column type (for merging min/max into table stats)."""
-    if column_type.startswith(("int", "uint")):
-        return int
-    if column_type.startswith("timestamp"):
-        return lambda text: dt.datetime.fromisoformat(text.removesuffix("+00"))
-    return lambda text: text.encode("utf-8")  # strings compare bytewise
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -148,13 +115,20 @@ class Options:
     staging_dir: Path | None = None
 
     @property
+    def target(self) -> CatalogTarget:
+        """The catalog as the library parses it (a SQLite file or a PostgreSQL database)."""
+        return parse_catalog(self.catalog, must_exist=False)
+
+    @property
     def is_postgres(self) -> bool:
-        """True when the catalog is a PostgreSQL URL."""
-        return self.catalog.startswith(("postgresql://", "postgres://", "postgresql+"))
+        """True when the catalog is a PostgreSQL database."""
+        return self.target.backend == "postgres"
 
     def validate(self) -> None:
         """Raise ``SystemExit`` with a message for inconsistent numbers."""
         problems = []
+        if self.target.backend not in ("sqlite", "postgres"):
+            problems.append("the catalog must be a SQLite file or a PostgreSQL database")
         if self.snapshots < 0 or self.files < 0:
             problems.append("--snapshots and --files must be >= 0")
         if self.files > 0 and self.snapshots == 0:
@@ -179,123 +153,36 @@ class Options:
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Catalog access: sqlite3 or psycopg, with bulk inserts
-
-
-class Catalog:
-    """A write transaction on the catalog database, hiding the sqlite3 / psycopg differences."""
-
-    def __init__(self, options: Options) -> None:
-        self.postgres = options.is_postgres
-        self.con: Any
-        if self.postgres:
-            import psycopg
-
-            self.con = psycopg.connect(_plain_pg_url(options.catalog))
-        else:
-            self.con = sqlite3.connect(options.catalog, isolation_level=None)
-            self.con.execute("BEGIN IMMEDIATE")
-        self._types: dict[str, dict[str, str]] = {}
-
-    def _sql(self, sql: str) -> str:
-        return sql.replace("?", "%s") if self.postgres else sql
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Rows of a SELECT (``?`` placeholders)."""
-        cur = self.con.execute(self._sql(sql), tuple(params))
-        return [tuple(r) for r in cur.fetchall()]
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        """One statement (``?`` placeholders)."""
-        self.con.execute(self._sql(sql), tuple(params))
-
-    def column_types(self, table: str) -> dict[str, str]:
-        """Declared column types of a catalog table, lower-cased (``bytea``, ``varchar`` …)."""
-        if table not in self._types:
-            if self.postgres:
-                rows = self.query(
-                    "SELECT column_name, data_type FROM information_schema.columns "
-                    "WHERE table_name = ? AND table_schema = current_schema()", [table])
-            else:
-                rows = [(r[1], r[2]) for r in self.query(f'PRAGMA table_info("{table}")')]
-            self._types[table] = {str(n): str(t).lower() for n, t in rows}
-        return self._types[table]
-
-    def bool_value(self, value: bool | None) -> Any:
-        """A BOOLEAN catalog column value (SQLite stores 0/1)."""
-        if value is None or self.postgres:
-            return value
-        return int(value)
-
-    def time_value(self, ts: dt.datetime) -> Any:
-        """A TIMESTAMPTZ catalog column value (SQLite: DuckDB's text form)."""
-        return ts if self.postgres else duckdb_time_text(ts)
-
-    def insert(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        """Bulk insert (``COPY FROM STDIN`` on PostgreSQL, ``executemany`` on SQLite)."""
-        if not rows:
-            return
-        cols = ", ".join(f'"{c}"' for c in columns)
-        if self.postgres:
-            with self.con.cursor() as cur, cur.copy(f'COPY "{table}" ({cols}) FROM STDIN') as copy:
-                for row in rows:
-                    copy.write_row(row)
-        else:
-            marks = ", ".join("?" for _ in columns)
-            self.con.executemany(f'INSERT INTO "{table}" ({cols}) VALUES ({marks})', rows)
-
-    def commit(self) -> None:
-        """Commit the transaction."""
-        if self.postgres:
-            self.con.commit()
-        else:
-            self.con.execute("COMMIT")
-
-    def close(self) -> None:
-        """Roll back anything uncommitted and close."""
-        if not self.postgres and self.con.in_transaction:
-            self.con.execute("ROLLBACK")
-        self.con.close()
-
-
-def _plain_pg_url(url: str) -> str:
-    """``postgresql+psycopg://…`` → ``postgresql://…`` (libpq accepts only the plain scheme)."""
-    scheme, _, rest = url.partition("://")
-    return "postgresql://" + rest if scheme.startswith("postgres") else url
-
-
-# --------------------------------------------------------------------------------------------------------------
 # Step 1: bootstrap with DuckDB
 
 
-def oracle_connect() -> Any:
-    """DuckDB with the ducklake/sqlite/postgres extensions loaded offline (tests/fixtures/oracle.py)."""
-    if str(REPO_ROOT) not in sys.path:
-        sys.path.insert(0, str(REPO_ROOT))
-    from tests.fixtures.oracle import oracle_connect as connect
+def attach_sql(options: Options, read_only: bool = False) -> str:
+    """DuckDB's ``ATTACH 'ducklake:…' AS lake`` statement for the catalog (a libpq URI for PostgreSQL)."""
+    target = options.target
+    if target.backend == "postgres":
+        where = "postgres:" + backend_for(target).url().set(drivername="postgresql").render_as_string(False)
+    else:
+        where = f"sqlite:{target.path}"
+    data = str(options.data_path).rstrip("/") + "/"
+    extra = ", READ_ONLY" if read_only else ""
+    return f"ATTACH {_sql_str('ducklake:' + where)} AS lake (DATA_PATH {_sql_str(data)}{extra})"
 
-    return connect()
 
-
-def attach_sql(options: Options, alias: str = "lake", read_only: bool = False) -> str:
-    """The ``ATTACH 'ducklake:…'`` statement for the catalog."""
-    if str(REPO_ROOT) not in sys.path:
-        sys.path.insert(0, str(REPO_ROOT))
-    from tests.fixtures.oracle import attach_clause
-
-    backend = "postgres" if options.is_postgres else "sqlite"
-    sql = attach_clause(backend, options.catalog, options.data_path, alias=alias)
-    return sql[:-1] + ", READ_ONLY)" if read_only else sql
+def _sql_str(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def prepare_targets(options: Options) -> None:
     """Refuse (or with --force, clear) an existing catalog file / table directories; PostgreSQL must be empty."""
     if options.is_postgres:
-        import psycopg
-
-        with psycopg.connect(_plain_pg_url(options.catalog)) as con:
-            row = con.execute("SELECT to_regclass('ducklake_metadata') IS NOT NULL").fetchone()
-        if row and row[0]:
+        backend = backend_for(options.target)
+        engine = backend.create_engine(read_only=True)
+        try:
+            with engine.connect() as conn:
+                found = existing_catalog_tables(conn, backend)
+        finally:
+            engine.dispose()
+        if found:
             raise SystemExit("make_big_catalog: that PostgreSQL database already holds a DuckLake; use an empty one")
     else:
         cat = Path(options.catalog)
@@ -322,7 +209,7 @@ def bootstrap(options: Options, staging: Path) -> None:
     chunk over several files (it closes writers beyond ``partitioned_write_max_open_files``), that chunk is written
     again on its own, so every chunk ends up as exactly one file.
     """
-    con = oracle_connect()
+    con = duckdb_connect(extensions=EXTENSIONS)
     try:
         con.execute(attach_sql(options))
         for t in range(options.tables):
@@ -380,96 +267,49 @@ def remove_tree(root: Path) -> None:
 
 
 @dataclass
-class ColumnStatsRow:
-    """One ``ducklake_file_column_stats`` row without its file/table ids."""
-
-    column_id: int
-    column_size_bytes: int
-    value_count: int
-    null_count: int
-    min_value: str | None
-    max_value: str | None
-    contains_nan: bool | None = None
-    extra_stats: str | None = None
-
-
-@dataclass
-class FileFacts:
-    """A data file's catalog facts: size, footer length, rows and per-column stats."""
-
-    file_size_bytes: int
-    footer_size: int
-    record_count: int
-    stats: list[ColumnStatsRow]
-
-
-@dataclass
 class TableState:
-    """A bootstrapped table and its running stats while rows are appended."""
+    """A bootstrapped table: the library's view of it, its directory and its bootstrap file."""
 
-    table_id: int
-    name: str
+    info: TableInfo
     directory: Path
-    column_types: dict[int, str]
-    column_names: dict[int, str]
-    inlined_table: str
     bootstrap_file: Path
-    bootstrap_facts: FileFacts
-    record_count: int
-    next_row_id: int
-    file_size_bytes: int
-    col_stats: dict[int, list[Any]] = field(default_factory=dict)  # column_id -> [contains_null, nan, min, max]
+    bootstrap_facts: NewDataFile  # as DuckDB registered it
+
+    @property
+    def name(self) -> str:
+        """The table's name."""
+        return self.info.name
+
+    @property
+    def types(self) -> dict[int, str]:
+        """DuckLake type of each column id."""
+        return {c.column_id: c.type for c in self.info.columns}
 
 
-def read_tables(cat: Catalog, options: Options) -> tuple[list[TableState], tuple[int, int, int, int]]:
-    """The bootstrapped tables and the latest snapshot (id, schema_version, next_catalog_id, next_file_id)."""
-    data_path = cat.query("SELECT value FROM ducklake_metadata WHERE key = 'data_path' AND scope IS NULL")[0][0]
-    latest = cat.query("SELECT snapshot_id, schema_version, next_catalog_id, next_file_id FROM ducklake_snapshot "
-                       "ORDER BY snapshot_id DESC LIMIT 1")[0]
+def read_tables(reader: MetadataReader, options: Options) -> list[TableState]:
+    """The bootstrapped tables, read with the library's catalog reader."""
+    latest = reader.latest_snapshot().snapshot_id
+    data_path = reader.metadata().data_path
+    schemas = {sc.schema_id: sc for sc in reader.schemas(latest)}
     tables: list[TableState] = []
     for t in range(options.tables):
-        name = table_name(t)
-        tid, tpath, trel, spath, srel = cat.query(
-            "SELECT t.table_id, t.path, t.path_is_relative, s.path, s.path_is_relative FROM ducklake_table t "
-            "JOIN ducklake_schema s USING (schema_id) WHERE t.table_name = ? AND s.schema_name = 'main' "
-            "AND t.end_snapshot IS NULL", [name])[0]
-        schema_dir = data_path + spath if srel else spath
-        directory = Path(schema_dir + tpath if trel else tpath)
-        cols = cat.query("SELECT column_id, column_name, column_type FROM ducklake_column WHERE table_id = ? "
-                         "AND end_snapshot IS NULL AND parent_column IS NULL ORDER BY column_order", [tid])
-        inlined = cat.query("SELECT table_name FROM ducklake_inlined_data_tables WHERE table_id = ? "
-                            "ORDER BY schema_version DESC LIMIT 1", [tid])[0][0]
-        (fid, fpath, frel, count, size, footer), = cat.query(
-            "SELECT data_file_id, path, path_is_relative, record_count, file_size_bytes, footer_size "
-            "FROM ducklake_data_file WHERE table_id = ?", [tid])
-        stats = [ColumnStatsRow(int(r[0]), int(r[1]), int(r[2]), int(r[3]), r[4], r[5],
-                                None if r[6] is None else bool(r[6]), r[7])
-                 for r in cat.query("SELECT column_id, column_size_bytes, value_count, null_count, min_value, "
-                                    "max_value, contains_nan, extra_stats FROM ducklake_file_column_stats "
-                                    "WHERE data_file_id = ? ORDER BY column_id", [fid])]
-        rc, nrid, fsb = cat.query("SELECT record_count, next_row_id, file_size_bytes FROM ducklake_table_stats "
-                                  "WHERE table_id = ?", [tid])[0]
-        state = TableState(
-            table_id=int(tid), name=name, directory=directory,
-            column_types={int(c[0]): str(c[2]) for c in cols}, column_names={int(c[0]): str(c[1]) for c in cols},
-            inlined_table=str(inlined), bootstrap_file=directory / fpath if frel else Path(fpath),
-            bootstrap_facts=FileFacts(int(size), int(footer), int(count), stats),
-            record_count=int(rc), next_row_id=int(nrid), file_size_bytes=int(fsb),
-        )
-        for cid, contains_null, nan, lo, hi in cat.query(
-                "SELECT column_id, contains_null, contains_nan, min_value, max_value FROM ducklake_table_column_stats "
-                "WHERE table_id = ?", [tid]):
-            state.col_stats[int(cid)] = [bool(contains_null), nan, lo, hi]
-        tables.append(state)
-    return tables, (int(latest[0]), int(latest[1]), int(latest[2]), int(latest[3]))
+        info = reader.find_table(latest, table_name(t))
+        directory = Path(table_dir(data_path, schemas[info.schema_id], info))
+        (f,) = reader.data_files(latest, [info.table_id])
+        stats = reader.file_column_stats(info.table_id, [f.data_file_id])[f.data_file_id]
+        facts = NewDataFile(f.path, f.record_count, f.file_size_bytes, int(f.footer_size or 0), (), tuple(
+            LeafStats(st.column_id, int(st.value_count or 0), int(st.null_count or 0), st.min_value, st.max_value,
+                      st.contains_nan, st.column_size_bytes) for st in sorted(stats, key=lambda st: st.column_id)))
+        tables.append(TableState(info, directory, directory / f.path if f.path_is_relative else Path(f.path), facts))
+    return tables
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Step 3: file facts from Parquet footers
 
 
-def parquet_facts(path: Path) -> FileFacts:
-    """Size, footer length and DuckLake stats rows of a flat Parquet file, from its footer."""
+def parquet_facts(path: Path, types: dict[int, str]) -> NewDataFile:
+    """Size, footer length and DuckLake stats of a flat Parquet file, from its footer (``types``: by field id)."""
     import pyarrow.parquet as pq
 
     size = path.stat().st_size
@@ -480,7 +320,7 @@ def parquet_facts(path: Path) -> FileFacts:
         raise ValueError(f"{path}: not a Parquet file")
     md = pq.read_metadata(path)
     arrow_schema = md.schema.to_arrow_schema()
-    stats: list[ColumnStatsRow] = []
+    stats: list[LeafStats] = []
     for c in range(md.num_columns):
         meta = arrow_schema.field(c).metadata or {}
         column_id = int(meta[b"PARQUET:field_id"])
@@ -501,19 +341,17 @@ def parquet_facts(path: Path) -> FileFacts:
                 hi = st.max if hi is None else max(hi, st.max)
             elif col.num_values > st.null_count:
                 known = False
-        stats.append(ColumnStatsRow(
-            column_id, size_bytes, values, nulls,
-            duckdb_value_text(lo) if known and lo is not None else None,
-            duckdb_value_text(hi) if known and hi is not None else None,
-        ))
+        kind = types[column_id]
+        stats.append(LeafStats(column_id, values, nulls, encode_stat(lo, kind) if known else None,
+                               encode_stat(hi, kind) if known else None, None, size_bytes))
     stats.sort(key=lambda s: s.column_id)
-    return FileFacts(size, int.from_bytes(tail[:4], "little"), md.num_rows, stats)
+    return NewDataFile(path.name, md.num_rows, size, int.from_bytes(tail[:4], "little"), (), tuple(stats))
 
 
 def check_stats_derivation(tables: list[TableState]) -> None:
     """Our footer-derived facts of each bootstrap file must equal the rows DuckDB wrote for it."""
     for t in tables:
-        ours = parquet_facts(t.bootstrap_file)
+        ours = parquet_facts(t.bootstrap_file, t.types)
         if ours != t.bootstrap_facts:
             raise SystemExit(f"make_big_catalog: stats derived from {t.bootstrap_file} differ from DuckDB's rows:\n"
                              f"  ours:   {ours}\n  DuckDB: {t.bootstrap_facts}")
@@ -533,64 +371,51 @@ def place_file(source: Path, target: Path, *, move: bool) -> None:
         shutil.copyfile(source, target)
 
 
-# --------------------------------------------------------------------------------------------------------------
-# Step 4: catalog rows
-
-
-SNAPSHOT_COLS = ("snapshot_id", "snapshot_time", "schema_version", "next_catalog_id", "next_file_id")
-CHANGES_COLS = ("snapshot_id", "changes_made", "author", "commit_message", "commit_extra_info")
-DATA_FILE_COLS = ("data_file_id", "table_id", "begin_snapshot", "end_snapshot", "file_order", "path",
-                  "path_is_relative", "file_format", "record_count", "file_size_bytes", "footer_size", "row_id_start",
-                  "partition_id", "encryption_key", "mapping_id", "partial_max")
-STATS_COLS = ("data_file_id", "table_id", "column_id", "column_size_bytes", "value_count", "null_count",
-              "min_value", "max_value", "contains_nan", "extra_stats")
-
-
-@dataclass
-class Rows:
-    """Catalog rows to append, per table."""
-
-    snapshots: list[tuple[Any, ...]] = field(default_factory=list)
-    changes: list[tuple[Any, ...]] = field(default_factory=list)
-    data_files: list[tuple[Any, ...]] = field(default_factory=list)
-    stats: list[tuple[Any, ...]] = field(default_factory=list)
-    inlined: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
-
-
-def merge_column_stats(t: TableState, column_id: int, contains_null: bool, lo: str | None, hi: str | None) -> None:
-    """Fold one file's (or inlined row's) column stats into the table's running stats, as DuckDB does."""
-    cur = t.col_stats.setdefault(column_id, [False, None, lo, hi])
-    key = typed_key(t.column_types[column_id])
-    cur[0] = bool(cur[0]) or contains_null
-    cur[2] = None if cur[2] is None or lo is None else min(cur[2], lo, key=key)
-    cur[3] = None if cur[3] is None or hi is None else max(cur[3], hi, key=key)
-
-
 def place_files(options: Options, tables: list[TableState], staging: Path,
-                jobs: list[tuple[int, int]]) -> list[tuple[str, FileFacts]]:
+                jobs: list[tuple[int, int]]) -> list[NewDataFile]:
     """Put chunk files into their table directories (``jobs``: (chunk, table index) pairs), in parallel.
 
-    Returns each file's name (``ducklake-<uuidv7>.parquet``, relative to the table directory) and facts, in order.
+    Returns each file's facts (path ``ducklake-<uuidv7>.parquet``, relative to the table directory), in order.
     """
 
-    def one(job: tuple[int, int]) -> tuple[str, FileFacts]:
+    def one(job: tuple[int, int]) -> NewDataFile:
         chunk, index = job
         t = tables[index]
-        name = f"ducklake-{uuid7()}.parquet"
+        name = new_data_file_name()
         target = t.directory / name
         if options.mode == "distinct":
             place_file(next((staging / f"k={chunk}").iterdir()), target, move=True)
-            return name, parquet_facts(target)
+            return parquet_facts(target, t.types)
         place_file(t.bootstrap_file, target, move=False)
-        return name, t.bootstrap_facts
+        return replace(t.bootstrap_facts, path=name)
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         return list(pool.map(one, jobs, chunksize=64))
 
 
-def build_rows(cat: Catalog, options: Options, tables: list[TableState], latest: tuple[int, int, int, int],
-               staging: Path, times: list[dt.datetime]) -> tuple[Rows, dict[str, Any]]:
-    """Place the data files and produce every appended catalog row; returns the rows and counters."""
+# --------------------------------------------------------------------------------------------------------------
+# Step 4: catalog rows, through the library's catalog layer
+
+
+def inlined_rows(t: TableState, first_id: int, count: int) -> tuple[list[list[tuple[str | None, Any]]],
+                                                                     list[LeafStats]]:
+    """``count`` rows with ids from ``first_id`` as (DuckDB text, value) per column, and their stats."""
+    rows: list[list[tuple[str | None, Any]]] = []
+    stats: list[LeafStats] = []
+    for i in range(first_id, first_id + count):
+        raw = {"id": i, "ts": BASE_TS + dt.timedelta(seconds=i), "v": f"v{i}"}
+        row = []
+        for c in t.info.columns:
+            row.append((render_value(raw[c.name], c.type), raw[c.name]))
+            text = encode_stat(raw[c.name], c.type)
+            stats.append(LeafStats(c.column_id, 1, 0, text, text, None))
+        rows.append(row)
+    return rows, stats
+
+
+def append_snapshots(bulk: BulkAppend, options: Options, tables: list[TableState], staging: Path,
+                     times: list[dt.datetime]) -> dict[str, Any]:
+    """Place the data files and stage every appended snapshot; returns counters."""
     # Plan: appended snapshot j goes to table j mod tables and takes the next files_in_snapshot(j) chunks.
     plan: list[tuple[int, list[int]]] = []
     jobs: list[tuple[int, int]] = []
@@ -603,117 +428,33 @@ def build_rows(cat: Catalog, options: Options, tables: list[TableState], latest:
         jobs.extend((c, index) for c in chunks)
     placed = iter(place_files(options, tables, staging, jobs))
 
-    snapshot_id, schema_version, next_catalog_id, next_file_id = latest
-    rows = Rows()
     counts: dict[str, Any] = {"files": 0, "inlined_snapshots": 0, "inlined_rows": 0,
-                              "files_per_table": {t.name: 1 for t in tables}}
+                              "files_per_table": {t.name: 1 for t in tables},
+                              "rows": {t.name: t.bootstrap_facts.record_count for t in tables}}
     # A row to look up with a filter: in distinct mode one id of the middle appended file (found once),
     # in copy mode id 7 of table 0 (found once per copy of its bootstrap file).
     probe_chunk = options.tables + options.files // 2 if options.mode == "distinct" and options.files else 0
     counts["probe"] = {"table": tables[0].name, "id": probe_chunk * options.rows_per_file + 7}
     inline_id = (options.tables + options.files) * options.rows_per_file  # ids of inlined rows start here
     for index, chunks in plan:
-        snapshot_id += 1
         t = tables[index]
-        for c in chunks:
-            name, facts = next(placed)
-            if c == probe_chunk:
-                counts["probe"]["table"] = t.name
-            fid = next_file_id
-            next_file_id += 1
-            rows.data_files.append((fid, t.table_id, snapshot_id, None, None, name, cat.bool_value(True),
-                                    "parquet", facts.record_count, facts.file_size_bytes, facts.footer_size,
-                                    t.next_row_id, None, None, None, None))
-            for s in facts.stats:
-                rows.stats.append((fid, t.table_id, s.column_id, s.column_size_bytes, s.value_count,
-                                   s.null_count, s.min_value, s.max_value, cat.bool_value(s.contains_nan),
-                                   s.extra_stats))
-                merge_column_stats(t, s.column_id, s.null_count > 0, s.min_value, s.max_value)
-            t.next_row_id += facts.record_count
-            t.record_count += facts.record_count
-            t.file_size_bytes += facts.file_size_bytes
-            counts["files"] += 1
-            counts["files_per_table"][t.name] += 1
+        when = times[bulk.latest.snapshot_id + 1]
         if chunks:
-            change = f"inserted_into_table:{t.table_id}"
+            if probe_chunk in chunks:
+                counts["probe"]["table"] = t.name
+            files = [next(placed) for _ in chunks]
+            bulk.insert_files(t.info, files, when)
+            counts["rows"][t.name] += sum(f.record_count for f in files)
+            counts["files"] += len(chunks)
+            counts["files_per_table"][t.name] += len(chunks)
         else:
-            types = cat.column_types(t.inlined_table)
-            ids = {name: cid for cid, name in t.column_names.items()}
-            bucket = rows.inlined.setdefault(t.inlined_table, [])
-            for _ in range(options.inline_rows):
-                values = {"id": str(inline_id),
-                          "ts": (BASE_TS + dt.timedelta(seconds=inline_id)).strftime("%Y-%m-%d %H:%M:%S"),
-                          "v": f"v{inline_id}"}
-                v_value: Any = values["v"].encode() if types.get("v") == "bytea" else values["v"]
-                bucket.append((t.next_row_id, snapshot_id, None, inline_id, values["ts"], v_value))
-                for col, text in values.items():
-                    merge_column_stats(t, ids[col], False, text, text)
-                t.next_row_id += 1
-                t.record_count += 1
-                inline_id += 1
-                counts["inlined_rows"] += 1
-            next_file_id += 1  # DuckDB advances next_file_id for an inlined-insert-only commit
+            values, stats = inlined_rows(t, inline_id, options.inline_rows)
+            bulk.insert_inlined(t.info, values, stats, when)
+            inline_id += options.inline_rows
+            counts["inlined_rows"] += options.inline_rows
+            counts["rows"][t.name] += options.inline_rows
             counts["inlined_snapshots"] += 1
-            change = f"inlined_insert:{t.table_id}"
-        rows.snapshots.append((snapshot_id, cat.time_value(times[snapshot_id]), schema_version, next_catalog_id,
-                               next_file_id))
-        rows.changes.append((snapshot_id, change, None, None, None))
-    return rows, counts
-
-
-def write_catalog(cat: Catalog, tables: list[TableState], rows: Rows, times: list[dt.datetime],
-                  bootstrap_snapshots: int) -> None:
-    """Append all rows and update the table stats, in the catalog's one transaction, then commit."""
-    for sid in range(bootstrap_snapshots):
-        cat.execute("UPDATE ducklake_snapshot SET snapshot_time = ? WHERE snapshot_id = ?",
-                    [cat.time_value(times[sid]), sid])
-    cat.insert("ducklake_snapshot", SNAPSHOT_COLS, rows.snapshots)
-    cat.insert("ducklake_snapshot_changes", CHANGES_COLS, rows.changes)
-    cat.insert("ducklake_data_file", DATA_FILE_COLS, rows.data_files)
-    cat.insert("ducklake_file_column_stats", STATS_COLS, rows.stats)
-    for table, inlined in rows.inlined.items():
-        cat.insert(table, ("row_id", "begin_snapshot", "end_snapshot", "id", "ts", "v"), inlined)
-    for t in tables:
-        cat.execute("UPDATE ducklake_table_stats SET record_count = ?, next_row_id = ?, file_size_bytes = ? "
-                    "WHERE table_id = ?", [t.record_count, t.next_row_id, t.file_size_bytes, t.table_id])
-        for cid, (contains_null, nan, lo, hi) in sorted(t.col_stats.items()):
-            cat.execute("UPDATE ducklake_table_column_stats SET contains_null = ?, contains_nan = ?, min_value = ?, "
-                        "max_value = ? WHERE table_id = ? AND column_id = ?",
-                        [cat.bool_value(contains_null), cat.bool_value(None if nan is None else bool(nan)), lo, hi,
-                         t.table_id, cid])
-    cat.commit()
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Verification with DuckDB
-
-
-def verify_with_duckdb(options: Options, expected: dict[str, Any]) -> dict[str, Any]:
-    """Open the lake with DuckDB; its row counts, snapshot count and a filtered lookup must match ``expected``."""
-    con = oracle_connect()
-    try:
-        con.execute(attach_sql(options, read_only=True))
-        got: dict[str, Any] = {
-            "snapshots": con.execute("SELECT count(*) FROM ducklake_snapshots('lake')").fetchone()[0],
-            "rows": {name: con.execute(f"SELECT count(*) FROM lake.main.{name}").fetchone()[0]
-                     for name in expected["rows"]},
-        }
-        probe = expected["probe"]
-        found = con.execute(f"SELECT id, v FROM lake.main.{probe['table']} WHERE id = ?", [probe["id"]]).fetchall()
-        got["probe_matches"] = len(found)
-        con.execute("DETACH lake")
-    finally:
-        con.close()
-    problems = []
-    if got["snapshots"] != expected["snapshots"]:
-        problems.append(f"DuckDB sees {got['snapshots']} snapshots, expected {expected['snapshots']}")
-    if got["rows"] != expected["rows"]:
-        problems.append(f"DuckDB counts rows {got['rows']}, expected {expected['rows']}")
-    if found != [(probe["id"], f"v{probe['id']}")] * probe["matches"]:
-        problems.append(f"DuckDB WHERE id = {probe['id']} gave {len(found)} rows, expected {probe['matches']}")
-    if problems:
-        raise SystemExit("make_big_catalog: verification failed: " + "; ".join(problems))
-    return got
+    return counts
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -739,22 +480,21 @@ def build(options: Options) -> dict[str, Any]:
             prepare_targets(options)
         with _timed(timings, "duckdb_bootstrap_and_copy"):
             bootstrap(options, staging)
-        cat = Catalog(options)
-        try:
-            tables, latest = read_tables(cat, options)
+        with open_lake(options.target) as lake, lake.connection(write=True) as conn:
+            bulk = BulkAppend(conn, lake.backend)
+            tables = read_tables(bulk.reader, options)
             with _timed(timings, "check_stats_derivation"):
                 if options.mode == "distinct":
                     check_stats_derivation(tables)
-            bootstrap_snapshots = latest[0] + 1
+            bootstrap_snapshots = bulk.latest.snapshot_id + 1
             total = bootstrap_snapshots + options.snapshots
             end = dt.datetime.now(dt.UTC)
             times = [end - dt.timedelta(seconds=options.interval * (total - 1 - i)) for i in range(total)]
             with _timed(timings, "place_files_and_rows"):
-                rows, counts = build_rows(cat, options, tables, latest, staging, times)
+                counts = append_snapshots(bulk, options, tables, staging, times)
             with _timed(timings, "write_catalog"):
-                write_catalog(cat, tables, rows, times, bootstrap_snapshots)
-        finally:
-            cat.close()
+                bulk.retime(dict(enumerate(times[:bootstrap_snapshots])))
+                bulk.finish()
     finally:
         with _timed(timings, "remove_staging"):
             remove_tree(staging)
@@ -771,8 +511,8 @@ def build(options: Options) -> dict[str, Any]:
         "inlined_snapshots": counts["inlined_snapshots"],
         "inlined_rows": counts["inlined_rows"],
         "files_per_table": counts["files_per_table"],
-        "rows": {t.name: t.record_count for t in tables},
-        "total_rows": sum(t.record_count for t in tables),
+        "rows": counts["rows"],
+        "total_rows": sum(counts["rows"].values()),
         "probe": {**counts["probe"], "matches": 1 if options.mode == "distinct"
                   else counts["files_per_table"][tables[0].name]},
         "timings_s": timings,
@@ -781,6 +521,38 @@ def build(options: Options) -> dict[str, Any]:
         with _timed(timings, "verify_duckdb"):
             summary["duckdb"] = verify_with_duckdb(options, summary)
     return summary
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Verification with DuckDB
+
+
+def verify_with_duckdb(options: Options, expected: dict[str, Any]) -> dict[str, Any]:
+    """Open the lake with DuckDB; its row counts, snapshot count and a filtered lookup must match ``expected``."""
+    con = duckdb_connect(extensions=EXTENSIONS)
+    try:
+        con.execute(attach_sql(options, read_only=True))
+        got: dict[str, Any] = {
+            "snapshots": con.execute("SELECT count(*) FROM ducklake_snapshots('lake')").fetchone()[0],
+            "rows": {name: con.execute(f"SELECT count(*) FROM lake.main.{name}").fetchone()[0]
+                     for name in expected["rows"]},
+        }
+        probe = expected["probe"]
+        found = con.execute(f"SELECT id, v FROM lake.main.{probe['table']} WHERE id = ?", [probe["id"]]).fetchall()
+        got["probe_matches"] = len(found)
+        con.execute("DETACH lake")
+    finally:
+        con.close()
+    problems = []
+    if got["snapshots"] != expected["snapshots"]:
+        problems.append(f"DuckDB sees {got['snapshots']} snapshots, expected {expected['snapshots']}")
+    if got["rows"] != expected["rows"]:
+        problems.append(f"DuckDB counts rows {got['rows']}, expected {expected['rows']}")
+    if found != [(probe["id"], f"v{probe['id']}")] * probe["matches"]:
+        problems.append(f"DuckDB WHERE id = {probe['id']} gave {len(found)} rows, expected {probe['matches']}")
+    if problems:
+        raise SystemExit("make_big_catalog: verification failed: " + "; ".join(problems))
+    return got
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Options:
@@ -807,7 +579,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     if bool(a.catalog_pos) == bool(a.catalog_opt):
         p.error("give the catalog exactly once (CATALOG or --catalog)")
     catalog = a.catalog_pos or a.catalog_opt
-    is_pg = catalog.startswith(("postgresql://", "postgres://", "postgresql+"))
+    is_pg = parse_catalog(catalog, must_exist=False).backend == "postgres"
     if a.data_path is None and is_pg:
         p.error("--data-path is required with a PostgreSQL catalog")
     data_path = Path(a.data_path) if a.data_path else Path(catalog + ".files")

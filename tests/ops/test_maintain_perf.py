@@ -12,8 +12,8 @@ from types import ModuleType
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.test_big_catalog import mbc  # noqa: F401  (the script as a module fixture)
+from tests.scripts.test_make_big_catalog import mbc  # noqa: F401  (the script as a module fixture)
+from tests.support.cli import run_cli
 
 SNAPSHOTS = FILES = 10_000
 LIMIT_S = 5.0

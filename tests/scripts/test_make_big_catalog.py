@@ -1,7 +1,8 @@
 """``scripts/make_big_catalog.py``: the lakes it builds read the same in DuckDB and in our reader.
 
-Small sizes (a few hundred snapshots/files) keep this fast; the script's catalog rows are the ones DuckDB writes for
-the same INSERTs, so DuckDB opening the result (counts, snapshot list, a filtered lookup, time travel) is the check.
+Small sizes (a few hundred snapshots/files) keep this fast; the script's catalog rows (written by the library's
+catalog layer) are the ones DuckDB writes for the same INSERTs, so DuckDB opening the result (counts, snapshot list, a
+filtered lookup, time travel) is the check, on SQLite and PostgreSQL catalogs.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import pytest
 
 import ducklake_cli
 from ducklake_cli.ops.inspect import SnapshotSelector, summary
-from tests.fixtures.oracle import attach_clause, oracle_connect
+from tests.support.oracle import attach_clause, oracle_connect
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "make_big_catalog.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "make_big_catalog.py"
 
 
 @pytest.fixture(scope="module")
@@ -32,12 +33,12 @@ def mbc() -> ModuleType:
     return module
 
 
-def duckdb_view(catalog: Path, data_path: Path, tables: list[str], probe: dict[str, Any],
+def duckdb_view(backend: str, catalog: str, data_path: Path, tables: list[str], probe: dict[str, Any],
                 at_version: int) -> dict[str, Any]:
     """What DuckDB sees: snapshot count, rows per table (now and at ``at_version``), matches of the probe id."""
     con = oracle_connect()
     try:
-        con.execute(attach_clause("sqlite", catalog, data_path, extra_options="READ_ONLY"))
+        con.execute(attach_clause(backend, catalog, data_path, extra_options="READ_ONLY"))
         snapshots = con.execute("SELECT count(*) FROM ducklake_snapshots('lake')").fetchone()
         rows = {t: con.execute(f"SELECT count(*) FROM lake.main.{t}").fetchone() for t in tables}
         old = con.execute(f"SELECT count(*) FROM lake.main.{tables[0]} AT (VERSION => {at_version})").fetchone()
@@ -51,18 +52,21 @@ def duckdb_view(catalog: Path, data_path: Path, tables: list[str], probe: dict[s
 
 
 @pytest.mark.parametrize(
-    ("snapshots", "files", "tables", "mode", "own_staging"),
+    ("backend", "snapshots", "files", "tables", "mode", "own_staging"),
     [
-        pytest.param(300, 300, 1, "distinct", False, id="300-snapshots-300-files"),
-        pytest.param(300, 120, 2, "distinct", True, id="inlined-inserts-2-tables"),
-        pytest.param(100, 250, 1, "copy", True, id="copies-several-files-per-snapshot"),
+        pytest.param("sqlite", 300, 300, 1, "distinct", False, id="300-snapshots-300-files"),
+        pytest.param("sqlite", 300, 120, 2, "distinct", True, id="inlined-inserts-2-tables"),
+        pytest.param("sqlite", 100, 250, 1, "copy", True, id="copies-several-files-per-snapshot"),
+        pytest.param("postgres", 120, 60, 2, "distinct", True, id="postgres-files-and-inlined-inserts",
+                     marks=pytest.mark.postgres),
     ],
 )
-def test_big_catalog_matches_duckdb(tmp_path: Path, mbc: ModuleType, snapshots: int, files: int, tables: int,
-                                    mode: str, own_staging: bool) -> None:
-    catalog, data_path = tmp_path / "cat.sqlite", tmp_path / "data"
+def test_big_catalog_matches_duckdb(tmp_path: Path, mbc: ModuleType, backend: str, snapshots: int, files: int,
+                                    tables: int, mode: str, own_staging: bool, request: pytest.FixtureRequest) -> None:
+    catalog = str(tmp_path / "cat.sqlite") if backend == "sqlite" else request.getfixturevalue("pg_url")
+    data_path = tmp_path / "data"
     rows_per_file, inline_rows = 20, 3
-    options = mbc.Options(catalog=str(catalog), data_path=data_path, snapshots=snapshots, files=files,
+    options = mbc.Options(catalog=catalog, data_path=data_path, snapshots=snapshots, files=files,
                           tables=tables, rows_per_file=rows_per_file, inline_rows=inline_rows, mode=mode,
                           staging_dir=tmp_path if own_staging else None)
     built = mbc.build(options)
@@ -77,8 +81,8 @@ def test_big_catalog_matches_duckdb(tmp_path: Path, mbc: ModuleType, snapshots: 
 
     names = [mbc.table_name(i) for i in range(tables)]
     mid = bootstrap + snapshots // 2
-    duck = duckdb_view(catalog, data_path, names, built["probe"], mid)
-    with ducklake_cli.connect(str(catalog)) as lake:
+    duck = duckdb_view(backend, catalog, data_path, names, built["probe"], mid)
+    with ducklake_cli.connect(catalog) as lake:
         ours = summary(lake)
         ours_old = summary(lake, at=SnapshotSelector(snapshot_id=mid))
 
