@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.util
 import json
 import os
 import shutil
@@ -32,18 +33,31 @@ from dataclasses import asdict, dataclass
 from decimal import Decimal
 from functools import partial
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
-
-import bench_duckdb as bd
-import bench_report
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from ducklake_cli.api import Lake
 
+
+def _sibling(name: str) -> ModuleType:
+    """A module that sits next to this file, loaded by its path: the script then runs from any directory, as
+    `python scripts/bench.py` or `python -m scripts.bench`, and imports by file path alike."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # before running it, as `import` does (dataclasses look their module up)
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+bd = _sibling("bench_duckdb")
+bench_report = _sibling("bench_report")
+
 ROOT = Path(__file__).resolve().parent.parent
-EXT_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ducklake-cli-bench" / "duckdb-ext"
 Fn = Callable[[], Any]
 ALL_QUERIES = tuple(range(1, 23))
 # A quick run's share of the 22: scan-aggregate (1, 6), joins of 3-4 tables (3, 10, 12), a join with a CASE (14).
@@ -211,7 +225,7 @@ class Lakes:
 
 def build_lakes(s: Settings, work: Path, setup: dict[str, float]) -> Lakes:
     """TPC-H via dbgen; lake A by DuckDB's ducklake (CTAS), lake B by `ducklake write`; a 10%-deleted copy in A."""
-    con = bd.connect(EXT_DIR)
+    con = bd.connect()
     start = time.perf_counter()
     bd.generate_tpch(con, s.sf)
     setup["dbgen_s"] = time.perf_counter() - start
@@ -270,7 +284,7 @@ def floor_views(spark: SparkSession, con: Any, alias: str, prefix: str, sources:
 def tpch(s: Settings, lakes: Lakes, spark: SparkSession, lake: Lake, catalog: Path, numbers: Sequence[int], *,
          ddf: bool, tag: str) -> dict[str, Any]:
     """The 22 queries on one lake: ours, floor, DuckDB (and ducklake-dataframe)."""
-    con = bd.connect(EXT_DIR)
+    con = bd.connect()
     bd.attach(con, catalog, catalog.parent / "data")
     con.execute("USE lake")
     floor_views(spark, con, "lake", f"floor_{tag}_", lakes.sources)
@@ -319,7 +333,7 @@ def _ddf_query(spark: SparkSession, catalog: Path, tables: Sequence[str], prefix
 
 def scans(s: Settings, lakes: Lakes, spark: SparkSession, lake: Lake) -> dict[str, Any]:
     """A table with 10% of its rows deleted, and the same table before the delete (time travel)."""
-    con = bd.connect(EXT_DIR)
+    con = bd.connect()
     bd.attach(con, lakes.a_catalog, lakes.a_catalog.parent / "data")
     files = bd.lake_files(con, "lake", "lineitem_del")
     agg = "count(*) AS n, sum(l_quantity) AS q, sum(l_extendedprice) AS p"
@@ -353,7 +367,7 @@ def _ddf_scan(spark: SparkSession, catalog: Path, version: int | None, agg: str)
 
 def planning(s: Settings, work: Path, spark: SparkSession, spark_lake: Callable[[Path], Lake]) -> dict[str, Any]:
     """SQL text → planned DataFrame on a table with many files and snapshots, with and without a pruning filter."""
-    from ducklake_cli.ops.query import pick_snapshot, plan_sql
+    from ducklake_cli.ops.query import plan_sql
 
     catalog = work / "plan" / "cat.sqlite"
     start = time.perf_counter()
@@ -362,7 +376,7 @@ def planning(s: Settings, work: Path, spark: SparkSession, spark_lake: Callable[
                    stdout=subprocess.DEVNULL)
     build = time.perf_counter() - start
     lake = spark_lake(catalog)
-    con = bd.connect(EXT_DIR)
+    con = bd.connect()
     bd.attach(con, catalog, Path(str(catalog) + ".files"))
     files = bd.lake_files(con, "lake", "events")
     mid = (len(files) // 2) * 100
@@ -372,8 +386,7 @@ def planning(s: Settings, work: Path, spark: SparkSession, spark_lake: Callable[
 
         def metadata_only(q: str = q) -> int:
             with lake.reader() as r:
-                r.metadata()
-                plan = plan_sql(lake, r, q, snapshot=pick_snapshot(r, None, None))
+                plan = plan_sql(lake, r, q, snapshot=r.latest_snapshot())
             return sum(len(p.files) for p in plan.scans)
 
         def floor(q: str = q) -> Any:
@@ -401,7 +414,7 @@ def writes(s: Settings, work: Path, spark: SparkSession, spark_lake: Callable[[P
     """`rows` × 10 columns from one Parquet file: `ducklake write`, plain `df.write.parquet`, DuckDB INSERT."""
     from ducklake_cli.ops.write import run_write
 
-    con = bd.connect(EXT_DIR)
+    con = bd.connect()
     src = work / "write" / "src.parquet"
     bd.write_source(con, s.write_rows, src)
     ours_cat, duck_cat = work / "write" / "ours" / "cat.sqlite", work / "write" / "duck" / "cat.sqlite"

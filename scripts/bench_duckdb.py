@@ -1,48 +1,27 @@
-"""DuckDB side of `scripts/bench.py`: extensions from the PyPI wheels (offline), TPC-H data and queries, lake helpers.
+"""DuckDB side of `scripts/bench.py`: DuckDB with the extensions it needs, TPC-H data and queries, lake helpers.
 
-The `duckdb-extension-<name>==1.5.5` wheels each ship `<name>.duckdb_extension`; INSTALLing that file into a private
-extension directory and LOADing it by name works offline (a plain `LOAD '<file>'` fails for sqlite's entry point).
+Extensions come from the `duckdb-extension-<name>==1.5.5` wheels through the package's one offline loader,
+`ducklake_cli.duckdb_extensions`.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 from pathlib import Path
 
 import duckdb
 
-DUCKDB_VERSION = "1.5.5"
+from ducklake_cli.duckdb_extensions import connect as connect_with
+
 EXTENSIONS = ("ducklake", "sqlite", "tpch")
 TPCH_TABLES = ("customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier")
 _TABLE_WORD = re.compile(r"\b(" + "|".join(TPCH_TABLES) + r")\b", re.IGNORECASE)
 
 
-def wheel_extension(name: str) -> Path:
-    """`<name>.duckdb_extension` inside the installed `duckdb_extension_<name>` wheel."""
-    try:
-        module = importlib.import_module(f"duckdb_extension_{name}")
-    except ImportError as exc:
-        raise SystemExit(f"missing duckdb-extension-{name}=={DUCKDB_VERSION}: pip install -e '.[dev]'") from exc
-    path = Path(next(iter(module.__path__))) / "extensions" / f"v{DUCKDB_VERSION}" / f"{name}.duckdb_extension"
-    if not path.is_file():
-        raise SystemExit(f"extension binary not found: {path}")
-    return path
-
-
-def connect(ext_dir: Path, database: str = ":memory:") -> duckdb.DuckDBPyConnection:
-    """DuckDB with ducklake, sqlite and tpch loaded from `ext_dir` (installed there from the wheels on first use)."""
-    ext_dir.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(database, config={"extension_directory": str(ext_dir), "autoinstall_known_extensions": False})
-    for name in EXTENSIONS:
-        try:
-            con.execute(f"LOAD {name}")
-        except duckdb.Error:
-            con.execute(f"INSTALL '{wheel_extension(name)}'")
-            con.execute(f"LOAD {name}")
-    con.execute("SET TimeZone='UTC'")
-    return con
+def connect(database: str = ":memory:") -> duckdb.DuckDBPyConnection:
+    """DuckDB with ducklake, sqlite and tpch loaded offline, in UTC."""
+    return connect_with(database, EXTENSIONS)
 
 
 def quote(text: str) -> str:
