@@ -6,6 +6,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ducklake_cli.catalog.schema import BIGINT, BOOLEAN, TIMESTAMPTZ, UUID, VARCHAR, VARCHAR_NN
+from ducklake_cli.catalog.types import INT_TYPES
 from ducklake_cli.catalog.url import CatalogTarget
 from ducklake_cli.errors import (
     AuthenticationError,
@@ -29,6 +30,7 @@ class Backend:
         UUID: "UUID", TIMESTAMPTZ: "TIMESTAMPTZ",
     }
     # Type of each DuckLake column inside an inlined-data table is backend-specific too (spec §4).
+    transactional_ddl: ClassVar[bool] = True  # CREATE TABLE rolls back with its transaction (atomic inlined tables)
 
     def __init__(self, target: CatalogTarget) -> None:
         self.target = target
@@ -77,9 +79,8 @@ class Backend:
         """How to select an inlined-data column so its value can be decoded (default: as stored)."""
         return quoted_column
 
-    # Integer-like DuckLake types stored as BIGINT in SQLite/MySQL inlined tables.
-    _INT_STORED: ClassVar[frozenset[str]] = frozenset(
-        {"boolean", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"})
+    # Integer-like DuckLake types stored as BIGINT in SQLite/MySQL inlined tables (uint64 may not fit).
+    _INT_STORED: ClassVar[frozenset[str]] = (INT_TYPES | {"boolean"}) - {"uint64"}
 
     def inlined_column_type(self, ducklake_type: str, duckdb_type: str) -> str:
         """DDL type of a column of an inlined-data table (spec §4; SQLite's choices by default)."""
@@ -368,6 +369,7 @@ class MySQLBackend(Backend):
     """MySQL/MariaDB catalogs through PyMySQL (DuckDB's own connector cannot write them reliably)."""
 
     name = "mysql"
+    transactional_ddl = False  # MySQL DDL commits implicitly
     ddl_types: ClassVar[dict[str, str]] = {
         BIGINT: "BIGINT", VARCHAR: "TEXT", VARCHAR_NN: "TEXT NOT NULL", BOOLEAN: "BOOLEAN",
         UUID: "VARCHAR(36)", TIMESTAMPTZ: "DATETIME(6)",

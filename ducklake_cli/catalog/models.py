@@ -226,27 +226,6 @@ class ColumnStats:
 
 
 @dataclass(frozen=True)
-class TableStats:
-    """A row of `ducklake_table_stats` (not versioned: always the latest)."""
-
-    table_id: int
-    record_count: int | None
-    next_row_id: int | None
-    file_size_bytes: int | None
-
-
-@dataclass(frozen=True)
-class TableColumnStats:
-    """A row of `ducklake_table_column_stats`."""
-
-    column_id: int
-    contains_null: bool | None
-    contains_nan: bool | None
-    min_value: str | None
-    max_value: str | None
-
-
-@dataclass(frozen=True)
 class OptionValue:
     """A scoped option row of `ducklake_metadata`."""
 

@@ -19,11 +19,11 @@ from ducklake_cli.catalog.models import ColumnInfo, LeafStats, NewDataFile, Sche
 from ducklake_cli.catalog.paths import uuid7
 from ducklake_cli.catalog.stats import merge_bound, merge_nan
 from ducklake_cli.catalog.transaction import Transaction
+from ducklake_cli.catalog.types import ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_-]+")
 # Inlining is off when a column has one of these names (DuckDB's rule, spec §4).
-RESERVED_INLINE_NAMES = frozenset({"row_id", "begin_snapshot", "end_snapshot", "_ducklake_internal_snapshot_id",
-                                   "_ducklake_internal_row_id"})
+RESERVED_INLINE_NAMES = frozenset({"row_id", "begin_snapshot", "end_snapshot", SNAPSHOT_ID_COLUMN, ROW_ID_COLUMN})
 
 
 def dir_name(name: str) -> str:

@@ -35,7 +35,9 @@ Value conversions (DuckLake type → value; see COMPATIBILITY.md):
 
 Spark's Python data sources get no column pruning: every table column of a file is decoded, whatever the query
 selects. The data-source classes below are pickled BY VALUE (see `_register`), and the executor-side code uses only the
-standard library, pyarrow, numpy, fsspec and pyspark, so executors need no `ducklake_cli` installed.
+standard library, pyarrow, numpy, fsspec and pyspark, so executors need no `ducklake_cli` installed. That is why it
+is one module: the driver half and the executor half it ships by value must sit in the same module, and the constants
+it takes from `catalog.types` travel as plain values inside the pickled functions.
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+# Plain ints and strings: pickled by value with the functions that use them (see `_register`).
+from ducklake_cli.catalog.types import ROW_ID_COLUMN, ROW_ID_FIELD_ID, SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID
+
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
@@ -62,11 +67,6 @@ if TYPE_CHECKING:
 SOURCE_NAME = "ducklake_fallback"
 FILE_COLUMN = "__file"
 POS_COLUMN = "__pos"
-# Duplicated from engine.types on purpose: the executor-side code must not import ducklake_cli.
-_ROW_ID_FIELD_ID = 2147483540
-_SNAPSHOT_ID_FIELD_ID = 2147483539
-_ROW_ID_COLUMN = "_ducklake_internal_row_id"
-_SNAPSHOT_ID_COLUMN = "_ducklake_internal_snapshot_id"
 _BATCH_ROWS = 65536
 
 
@@ -100,8 +100,8 @@ def output_schema(columns: Sequence[ColumnInfo], *, include_internal: bool = Tru
 
     fields = [T.StructField(column_name(c), spark_type(c), True) for c in columns]
     if include_internal:
-        fields += [T.StructField(_ROW_ID_COLUMN, T.LongType(), True),
-                   T.StructField(_SNAPSHOT_ID_COLUMN, T.LongType(), True)]
+        fields += [T.StructField(ROW_ID_COLUMN, T.LongType(), True),
+                   T.StructField(SNAPSHOT_ID_COLUMN, T.LongType(), True)]
     fields += [T.StructField(FILE_COLUMN, T.StringType(), True), T.StructField(POS_COLUMN, T.LongType(), True)]
     return T.StructType(fields)
 
@@ -205,8 +205,8 @@ def read_file_batches(
         by_name = {f.name: f for f in pf.schema_arrow}
         wanted: list[Mapping[str, Any]] = list(columns)
         if include_internal:
-            wanted += [{"id": _ROW_ID_FIELD_ID, "type": "int64", "children": []},
-                       {"id": _SNAPSHOT_ID_FIELD_ID, "type": "int64", "children": []}]
+            wanted += [{"id": ROW_ID_FIELD_ID, "type": "int64", "children": []},
+                       {"id": SNAPSHOT_ID_FIELD_ID, "type": "int64", "children": []}]
         found = [by_name.get(s["name"]) if "name" in s else top.get(s["id"]) for s in wanted]
         names = list(dict.fromkeys(f.name for f in found if f is not None))
         pos = 0

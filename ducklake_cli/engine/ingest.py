@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.inlined import spark_compatible_type, stored_type
 from ducklake_cli.catalog.models import ColumnInfo
-from ducklake_cli.catalog.types import DECIMAL_TYPE
+from ducklake_cli.catalog.types import DECIMAL_TYPE, DUCKDB_TYPES, FLOAT_TYPES, INT_TYPES
 from ducklake_cli.engine.ingest_duckdb import (
     FileRead,
     connect_duckdb,
@@ -54,15 +54,12 @@ _ACCEPTS: dict[str, frozenset[str]] = {
     "json": frozenset({"varchar"}),
 }
 _INT_DIGITS = {"int8": 3, "int16": 5, "int32": 10, "int64": 19, "uint8": 3, "uint16": 5, "uint32": 10, "uint64": 20}
-# DuckDB type ids (DuckDBPyType.id) → DuckLake types (spec §8.1).
-_FROM_DUCKDB = {
-    "boolean": "boolean", "tinyint": "int8", "smallint": "int16", "integer": "int32", "bigint": "int64",
-    "utinyint": "uint8", "usmallint": "uint16", "uinteger": "uint32", "ubigint": "uint64", "hugeint": "int128",
-    "uhugeint": "uint128", "float": "float32", "double": "float64", "varchar": "varchar", "blob": "blob",
-    "date": "date", "time": "time", "timestamp": "timestamp", "timestamp with time zone": "timestamptz",
-    "timestamp_s": "timestamp_s", "timestamp_ms": "timestamp_ms", "timestamp_ns": "timestamp_ns",
-    "time with time zone": "timetz", "uuid": "uuid", "interval": "interval",
-}
+# DuckDB type ids (DuckDBPyType.id) → DuckLake types (spec §8.1): DUCKDB_TYPES inverted for the types an input may
+# have (ids spell two names out).
+_ID_SPELLING = {"TIMESTAMPTZ": "timestamp with time zone", "TIMETZ": "time with time zone"}
+_FROM_DUCKDB = {_ID_SPELLING.get(DUCKDB_TYPES[t], DUCKDB_TYPES[t].lower()): t for t in (
+    "boolean", *sorted(INT_TYPES), "int128", "uint128", *sorted(FLOAT_TYPES), "varchar", "blob", "date", "time",
+    "timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_ns", "timetz", "uuid", "interval")}
 # Spark reader option names people already use, as DuckDB's `read_csv` parameters.
 _CSV_ALIASES = {"sep": "delim", "delimiter": "delim", "nullvalue": "nullstr", "dateformat": "dateformat",
                 "timestampformat": "timestampformat", "encoding": "encoding", "header": "header",
