@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ducklake_cli.catalog.snapshots import SnapshotSelector
 from ducklake_cli.catalog.url import CatalogTarget
 from ducklake_cli.lake import Lake as _BaseLake
 from ducklake_cli.lake import open_lake
@@ -26,7 +27,7 @@ class Lake(_BaseLake):
         """A table (`name` in schema main, or `schema.name`) at a snapshot as a Spark DataFrame."""
         from ducklake_cli.ops.query import table_dataframe
 
-        return table_dataframe(self, name, snapshot=snapshot, as_of=as_of, spark=spark, with_rowid=with_rowid)
+        return table_dataframe(self, name, at=SnapshotSelector(snapshot, as_of), spark=spark, with_rowid=with_rowid)
 
     def sql(
         self, query: str, *, snapshot: int | None = None, as_of: dt.datetime | None = None,
@@ -35,7 +36,7 @@ class Lake(_BaseLake):
         """Spark SQL over the lake's tables (`schema.table`, `VERSION AS OF n`, `TIMESTAMP AS OF '…'`)."""
         from ducklake_cli.ops.query import sql_dataframe
 
-        return sql_dataframe(self, query, snapshot=snapshot, as_of=as_of, spark=spark)
+        return sql_dataframe(self, query, at=SnapshotSelector(snapshot, as_of), spark=spark)
 
 
 def connect(

@@ -6,8 +6,9 @@ from typing import Annotated
 
 import typer
 
-from ducklake_cli.cli.common import DebugOpt, FormatOpt, MetadataSchemaOpt, OptionalCatalogArg, resolve_catalog
+from ducklake_cli.cli.common import DebugOpt, FormatOpt, MetadataSchemaOpt, OptionalCatalogArg
 from ducklake_cli.cli.render import OutputFormat, message, render
+from ducklake_cli.cli.runner import resolve_catalog
 
 
 def create_catalog(

@@ -14,12 +14,11 @@ from ducklake_cli.cli.common import (
     MetadataSchemaOpt,
     OptionalCatalogArg,
     SnapshotOpt,
-    open_lake,
-    parse_time,
-    resolve_catalog,
+    exclusive,
+    time_travel,
 )
 from ducklake_cli.cli.render import OutputFormat, render
-from ducklake_cli.errors import UsageError
+from ducklake_cli.cli.runner import lake_command
 
 if TYPE_CHECKING:
     from ducklake_cli.ops.results import Result
@@ -49,15 +48,11 @@ def inspect(
 
       ducklake inspect postgresql://lake@db/lake --snapshots --format json
     """
-    if snapshot is not None and as_of is not None:
-        raise UsageError("--snapshot and --as-of cannot be used together")
-    if snapshots and files:
-        raise UsageError("--snapshots and --files cannot be used together")
+    at = time_travel(snapshot, as_of)
+    exclusive(("--snapshots", snapshots), ("--files", files))
     from ducklake_cli.ops import inspect as ops
 
-    at = ops.SnapshotSelector(snapshot_id=snapshot, as_of=parse_time(as_of) if as_of else None)
-    resolved = resolve_catalog(catalog, data_path=data_path, metadata_schema=metadata_schema)
-    with open_lake(resolved) as lake:
+    with lake_command(catalog, data_path=data_path, metadata_schema=metadata_schema) as lake:
         result: Result
         if snapshots:
             result = ops.snapshots(lake)
@@ -67,4 +62,4 @@ def inspect(
             result = ops.table_detail(lake, table, at=at)
         else:
             result = ops.summary(lake, at=at)
-    render(result, fmt)
+        render(result, fmt)

@@ -19,15 +19,13 @@ from ducklake_cli.cli.common import (
     MetadataSchemaOpt,
     OptionalCatalogArg,
     RemoteOpt,
-    check_deletable,
-    open_lake,
-    resolve_catalog,
+    exclusive,
 )
 from ducklake_cli.cli.render import OutputFormat, message, render
+from ducklake_cli.cli.runner import SparkFlags, check_deletable, lake_command
 from ducklake_cli.errors import UsageError
 
 if TYPE_CHECKING:
-    from ducklake_cli.engine.session import SparkSettings
     from ducklake_cli.lake import Lake
     from ducklake_cli.ops.maintenance import Plan
 
@@ -58,12 +56,13 @@ def run_plan(
     dry_run: bool,
     yes: bool,
     fmt: OutputFormat,
-    spark_settings: SparkSettings | None = None,
+    spark: SparkFlags | None = None,
 ) -> None:
     """The shared flow of every destructive verb: build the plan read-only, print it, stop on --dry-run, ask
-    (a terminal) or refuse (no terminal and no --yes), apply, print the summary."""
-    resolved = resolve_catalog(catalog, data_path=data_path, metadata_schema=metadata_schema)
-    with open_lake(resolved, read_only=dry_run, spark_settings=spark_settings) as lake:
+    (a terminal) or refuse (no terminal and no --yes), apply, print the summary. `spark`: the verb writes files
+    through Spark (started only when applying)."""
+    with lake_command(catalog, data_path=data_path, metadata_schema=metadata_schema, read_only=dry_run,
+                      spark=spark) as lake:
         plan = make_plan(lake)
         report = plan.report()
         if dry_run or plan.is_empty():
@@ -79,10 +78,10 @@ def run_plan(
         if not yes:
             confirm(plan)
         result = plan.apply(lake)
-    if fmt is OutputFormat.table:
-        message(result.headline())
-    else:
-        render(result, fmt)
+        if fmt is OutputFormat.table:
+            message(result.headline())
+        else:
+            render(result, fmt)
 
 
 def confirm(plan: Plan) -> None:
@@ -111,8 +110,7 @@ def _file_verb(verb: str, older_than: str | None, all_files: bool, **common: Any
     from ducklake_cli.ops import cleanup as ops
     from ducklake_cli.ops.maintenance import threshold
 
-    if all_files and older_than:
-        raise UsageError("--all and --older-than cannot be used together")
+    exclusive(("--all", all_files), ("--older-than", bool(older_than)))
     now = _now()
     before = threshold(older_than, now=now) if older_than else None
     make = ops.plan_cleanup if verb == "cleanup" else ops.plan_orphans
@@ -215,17 +213,10 @@ TableOpt = Annotated[str | None, typer.Option("--table", help="Only this table (
                                               show_default=False)]
 
 
-def _spark_verb(make: Callable[[Lake], Plan], *, catalog: str | None, data_path: str | None,
-                metadata_schema: str | None, dry_run: bool, yes: bool, fmt: OutputFormat, master: str | None,
-                remote: str | None, conf: list[str] | None, debug: bool) -> None:
+def _spark_verb(make: Callable[[Lake], Plan], *, master: str | None, remote: str | None, conf: list[str] | None,
+                debug: bool, **common: Any) -> None:
     """The plan flow for verbs that write files through Spark (started only when applying)."""
-    from ducklake_cli.cli.common import finish_spark, spark_settings
-
-    resolved = resolve_catalog(catalog, data_path=data_path, metadata_schema=metadata_schema)
-    settings = spark_settings(resolved, master=master, remote=remote, conf=conf or [], debug=debug)
-    run_plan(make, catalog=catalog, data_path=data_path, metadata_schema=metadata_schema, dry_run=dry_run, yes=yes,
-             fmt=fmt, spark_settings=settings)
-    finish_spark()
+    run_plan(make, spark=SparkFlags(master, remote, conf, debug), **common)
 
 
 @maintain_app.command("flush")

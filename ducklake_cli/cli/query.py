@@ -17,15 +17,11 @@ from ducklake_cli.cli.common import (
     OptionalCatalogArg,
     RemoteOpt,
     SnapshotOpt,
-    finish_spark,
-    open_lake,
-    parse_time,
-    resolve_catalog,
     shift_catalog,
-    spark_settings,
+    time_travel,
 )
 from ducklake_cli.cli.render import MAX_TABLE_ROWS, OutputFormat, message, render, render_stream
-from ducklake_cli.errors import UsageError
+from ducklake_cli.cli.runner import SparkFlags, lake_command
 
 
 def query(
@@ -62,22 +58,19 @@ def query(
       ducklake query prod "SELECT * FROM events WHERE day = DATE '2026-01-31'" --output day.parquet
     """
     catalog, sql = shift_catalog(catalog, sql, "SQL")
-    if snapshot is not None and as_of is not None:
-        raise UsageError("--snapshot and --as-of cannot be used together")
+    at = time_travel(snapshot, as_of)
     from ducklake_cli.ops.query import run_query
 
-    resolved = resolve_catalog(catalog, data_path=data_path, metadata_schema=metadata_schema)
-    settings = spark_settings(resolved, master=master, remote=remote, conf=conf or [], debug=debug)
     machine = fmt is not OutputFormat.table
-    with open_lake(resolved, spark_settings=settings) as lake:
-        result = run_query(lake, sql, snapshot=snapshot, as_of=parse_time(as_of) if as_of else None, limit=limit,
-                           output=output, explain=explain, stream=machine and output is None and not explain,
+    with lake_command(catalog, data_path=data_path, metadata_schema=metadata_schema,
+                      spark=SparkFlags(master, remote, conf, debug)) as lake:
+        result = run_query(lake, sql, at=at, limit=limit, output=output, explain=explain,
+                           stream=machine and output is None and not explain,
                            display=None if machine else MAX_TABLE_ROWS)
         if result.stream is not None:  # rows are fetched while they are written, so inside the open lake
             render_stream(result.stream, fmt)
         else:
             render(result, fmt)
-    if result.truncated and not machine:
-        message(f"showing first {len(result.rows):,} of {result.row_count:,} rows; "
-                "use --format csv|json or --output FILE for all")
-    finish_spark()
+        if result.truncated and not machine:
+            message(f"showing first {len(result.rows):,} of {result.row_count:,} rows; "
+                    "use --format csv|json or --output FILE for all")

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ducklake_cli.cli.common import DebugOpt, FormatOpt, parse_conf
+from ducklake_cli.cli.common import DebugOpt, FormatOpt, key_values
 from ducklake_cli.cli.render import OutputFormat, message, render
 
 spark_app = typer.Typer(
@@ -51,7 +51,7 @@ def start(
     from ducklake_cli.ops.spark_server import start_server
 
     settings = server_settings(profile)
-    server_conf = {**settings.spark_conf, **parse_conf(conf or [])}
+    server_conf = {**settings.spark_conf, **key_values(conf or [], "--conf")}
     status = start_server(settings.state_dir, host=host, port=port, master=master or settings.master or "local[*]",
                           conf=server_conf)
     if fmt is OutputFormat.table:

@@ -31,7 +31,7 @@ from ducklake_cli.warm_socket import LENGTH, MESSAGE, code_fingerprint, same_use
 PRELOAD = (
     "ducklake_cli.cli.app", "ducklake_cli.api", "ducklake_cli.ops.query", "ducklake_cli.ops.inspect",
     "ducklake_cli.ops.write", "ducklake_cli.engine.planning.sql_rewrite", "ducklake_cli.engine.scan",
-    "ducklake_cli.engine.session",
+    "ducklake_cli.engine.session", "ducklake_cli.engine.run_query",
     "ducklake_cli.engine.progress", "pyspark.sql.connect.session", "rich.console", "rich.table",
     "sqlalchemy.dialects.sqlite",
 )

@@ -18,14 +18,12 @@ from ducklake_cli.cli.common import (
     OptionalCatalogArg,
     RemoteOpt,
     SnapshotOpt,
-    finish_spark,
-    open_lake,
-    parse_time,
-    resolve_catalog,
+    key_values,
     shift_catalog,
-    spark_settings,
+    time_travel,
 )
 from ducklake_cli.cli.render import OutputFormat, render
+from ducklake_cli.cli.runner import SparkFlags, lake_command
 from ducklake_cli.errors import InputError, NotFoundError, UsageError
 
 
@@ -94,29 +92,20 @@ def write(
     catalog, target = shift_catalog(catalog, table, "TABLE")
     if on_error not in ("fail", "skip"):  # also checked by the reader, but only after Spark started
         raise UsageError(f"--on-error must be fail or skip, not {on_error!r}")
-    if snapshot is not None and as_of is not None:
-        raise UsageError("--snapshot and --as-of cannot be used together")
-    options: dict[str, str] = {}
-    for item in option or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--option {item!r}: expected key=value")
-        options[key.strip()] = value
+    at = time_travel(snapshot, as_of)
+    options = key_values(option or [], "--option", strip_values=False)
     _check_sources(source or [])
+    from ducklake_cli.engine.progress import spark_progress
     from ducklake_cli.ops.write import run_write
 
-    resolved = resolve_catalog(catalog, data_path=data_path, metadata_schema=metadata_schema)
-    settings = spark_settings(resolved, master=master, remote=remote, conf=conf or [], debug=debug)
-    from ducklake_cli.engine.progress import spark_progress
-
-    with open_lake(resolved, read_only=False, spark_settings=settings) as lake, spark_progress():
-        result = run_write(lake, target, source=source or [], query=query, input_format=input_format,
-                           options=options, mode=mode, partition_by=partition_by or [], message=message,
-                           author=author, inline=not no_inline, ignore_extra_columns=ignore_extra_columns,
-                           snapshot=snapshot, as_of=parse_time(as_of) if as_of else None, schema=schema,
-                           on_error=on_error)
-    render(result, fmt)
-    finish_spark()
+    with lake_command(catalog, data_path=data_path, metadata_schema=metadata_schema, read_only=False,
+                      spark=SparkFlags(master, remote, conf, debug)) as lake:
+        with spark_progress():
+            result = run_write(lake, target, source=source or [], query=query, input_format=input_format,
+                               options=options, mode=mode, partition_by=partition_by or [], message=message,
+                               author=author, inline=not no_inline, ignore_extra_columns=ignore_extra_columns,
+                               at=at, schema=schema, on_error=on_error)
+        render(result, fmt)
 
 
 def _check_sources(sources: list[str]) -> None:

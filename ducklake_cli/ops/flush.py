@@ -18,8 +18,7 @@ from ducklake_cli.catalog.paths import table_dir
 from ducklake_cli.engine.writer import partition_keys
 from ducklake_cli.errors import CommitConflictError
 from ducklake_cli.ops.maintenance import FileAction, MaintenanceReport, Plan
-from ducklake_cli.ops.rewrite import _Context, _context, _pick_tables
-from ducklake_cli.ops.write import file_spec
+from ducklake_cli.ops.tables import MaintenanceContext, file_spec, maintenance_context, pick_tables
 
 if TYPE_CHECKING:
     from ducklake_cli.catalog.transaction import Transaction
@@ -43,7 +42,7 @@ class FlushPlan(Plan):
 
     verb = "flush"
 
-    def __init__(self, ctx: _Context, batches: Sequence[InlinedBatch]) -> None:
+    def __init__(self, ctx: MaintenanceContext, batches: Sequence[InlinedBatch]) -> None:
         self.ctx = ctx
         self.batches = list(batches)
 
@@ -168,9 +167,9 @@ class _Flushed:
 def plan_flush(lake: Lake, *, table: str | None = None) -> FlushPlan:
     """Every inlined-data table (of the named table, or of all auto_compact tables) holding rows."""
     with lake.reader() as r:
-        ctx = _context(lake, r)
+        ctx = maintenance_context(lake, r)
         batches = []
-        for t in _pick_tables(r, ctx.base_snapshot, table, ctx.meta):
+        for t in pick_tables(r, ctx.base_snapshot, table, ctx.meta):
             schema = next(sc for sc in r.schemas(ctx.base_snapshot) if sc.schema_id == t.schema_id)
             for inl in t.inlined_tables:
                 if inl.table_name not in r.table_names():

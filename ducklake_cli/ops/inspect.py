@@ -8,30 +8,15 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ducklake_cli.catalog.changes import ChangeParseError, parse_changes
-from ducklake_cli.catalog.models import ColumnInfo, Snapshot, TableInfo
+from ducklake_cli.catalog.models import ColumnInfo, TableInfo
 from ducklake_cli.catalog.partitions import transform_text
 from ducklake_cli.catalog.paths import file_path, table_dir
-from ducklake_cli.catalog.reader import ColumnStatsSummary, MetadataReader
+from ducklake_cli.catalog.reader import ColumnStatsSummary
+from ducklake_cli.catalog.snapshots import LATEST, SnapshotSelector
 from ducklake_cli.catalog.types import FLOAT_TYPES, INT_TYPES
+from ducklake_cli.engine.planning.counts import TableCounts, table_counts
 from ducklake_cli.lake import Lake
-from ducklake_cli.ops.counts import TableCounts, table_counts
 from ducklake_cli.ops.results import Section, jsonable
-
-
-@dataclass(frozen=True)
-class SnapshotSelector:
-    """Which snapshot to look at: an id, a time, or (both None) the latest."""
-
-    snapshot_id: int | None = None
-    as_of: dt.datetime | None = None
-
-    def resolve(self, reader: MetadataReader) -> Snapshot:
-        """The chosen snapshot (an error names what does not exist)."""
-        if self.snapshot_id is not None:
-            return reader.snapshot(self.snapshot_id)
-        if self.as_of is not None:
-            return reader.snapshot_at(self.as_of)
-        return reader.latest_snapshot()
 
 
 @dataclass(frozen=True)
@@ -267,7 +252,7 @@ class FileList:
 
 
 # ----------------------------------------------------------------------------------------------------------
-def summary(lake: Lake, *, at: SnapshotSelector = SnapshotSelector()) -> LakeSummary:
+def summary(lake: Lake, *, at: SnapshotSelector = LATEST) -> LakeSummary:
     """The lake summary at a snapshot."""
     with lake.reader() as r:
         meta = r.metadata()
@@ -304,7 +289,7 @@ def snapshots(lake: Lake) -> SnapshotList:
         return SnapshotList(tuple(rows))
 
 
-def files(lake: Lake, table: str | None = None, *, at: SnapshotSelector = SnapshotSelector()) -> FileList:
+def files(lake: Lake, table: str | None = None, *, at: SnapshotSelector = LATEST) -> FileList:
     """Data files (with their delete files) live at a snapshot, for one table or all."""
     with lake.reader() as r:
         snap = at.resolve(r)
@@ -372,7 +357,7 @@ def _stat_row(name: str, col: ColumnInfo, st: ColumnStatsSummary | None) -> Colu
     )
 
 
-def table_detail(lake: Lake, table: str, *, at: SnapshotSelector = SnapshotSelector()) -> TableDetail:
+def table_detail(lake: Lake, table: str, *, at: SnapshotSelector = LATEST) -> TableDetail:
     """One table in detail at a snapshot."""
     with lake.reader() as r:
         snap = at.resolve(r)

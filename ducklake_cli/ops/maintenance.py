@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ducklake_cli.catalog.snapshots import timestamp_or_none
 from ducklake_cli.errors import UsageError
 from ducklake_cli.ops.results import Section
 from ducklake_cli.storage.files import ensure_dir
@@ -80,14 +81,13 @@ def threshold(text: str, *, now: dt.datetime, what: str = "--older-than") -> dt.
     age = parse_age(text)
     if age is not None:
         return age.before(now)
-    try:
-        value = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
+    value = timestamp_or_none(text)
+    if value is None:
         raise UsageError(
             f"{what} {text!r} is neither an age nor a time",
             hint="use an age such as 7d, 12h, 2w, 30m, '1 week', or an ISO time such as 2026-01-31T12:00:00Z",
-        ) from None
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        )
+    return value
 
 
 def option_threshold(lake_option: str | None, *, now: dt.datetime, key: str,

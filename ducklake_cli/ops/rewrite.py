@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ducklake_cli.catalog.models import DataFile, LakeMetadata, NewDataFile, SchemaInfo, TableInfo
+from ducklake_cli.catalog.models import DataFile, NewDataFile, SchemaInfo, TableInfo
 from ducklake_cli.catalog.partitions import hive_key_aliases, hive_value
 from ducklake_cli.catalog.paths import file_path, table_dir
 from ducklake_cli.errors import CommitConflictError, UsageError
 from ducklake_cli.ops.maintenance import FileAction, MaintenanceReport, Plan, relative_to_root
-from ducklake_cli.ops.write import file_spec, parse_size, split_table_name
+from ducklake_cli.ops.tables import MaintenanceContext, file_spec, maintenance_context, parse_size, pick_tables
 
 if TYPE_CHECKING:
     from ducklake_cli.catalog.transaction import Transaction
@@ -42,14 +42,6 @@ class FileGroup:
     def size(self) -> int:
         """Bytes of the input files."""
         return sum(f.file_size_bytes for f in self.files)
-
-
-@dataclass(frozen=True)
-class _Context:
-    data_path: str
-    meta: LakeMetadata
-    base_snapshot: int
-    catalog: str
 
 
 # Types Spark cannot hold exactly: VARIANT as JSON text (its dates, decimals and 32-bit integers would come back as
@@ -76,18 +68,6 @@ def _rewritable(tables: Sequence[TableInfo], notes: list[str], *, named: bool) -
     return keep
 
 
-def _pick_tables(reader: LakeReader, snapshot_id: int, table: str | None, meta: LakeMetadata) -> list[TableInfo]:
-    tables = reader.tables(snapshot_id)
-    if table is None:  # like DuckDB: only tables with auto_compact on (the default) when none is named
-        return [t for t in tables if (meta.option("auto_compact", table_id=t.table_id, schema_id=t.schema_id)
-                                      or "true").lower() == "true"]
-    schema_name, name = split_table_name(table)
-    chosen = [t for t in tables if t.schema_name == schema_name and t.name == name]
-    if not chosen:
-        return [reader.find_table(snapshot_id, table)]  # raises the usual not-found error with suggestions
-    return chosen
-
-
 def _versions(reader: LakeReader, table: TableInfo, latest: int) -> list[tuple[int, TableInfo]]:
     """`(first snapshot, table definition)` of each schema version of the table."""
     out = []
@@ -106,11 +86,6 @@ def _definition_for(versions: list[tuple[int, TableInfo]], begin_snapshot: int) 
     return chosen
 
 
-def _context(lake: Lake, reader: LakeReader) -> _Context:
-    return _Context(reader.data_path, reader.metadata(), reader.latest_snapshot().snapshot_id,
-                    lake.target.display())
-
-
 # ----- plans -----------------------------------------------------------------------------------------------------
 
 class _RewritePlan(Plan):
@@ -118,7 +93,7 @@ class _RewritePlan(Plan):
 
     change: str
 
-    def __init__(self, ctx: _Context, groups: Sequence[FileGroup], *, notes: Sequence[str] = ()) -> None:
+    def __init__(self, ctx: MaintenanceContext, groups: Sequence[FileGroup], *, notes: Sequence[str] = ()) -> None:
         self.ctx = ctx
         self.groups = list(groups)
         self.notes = tuple(notes)
@@ -292,11 +267,11 @@ def plan_compact(lake: Lake, *, table: str | None = None, max_input_files: int |
         raise UsageError("--max-input-files must be at least 2")
     wanted = _partition_filter(partition)
     with lake.reader() as r:
-        ctx = _context(lake, r)
+        ctx = maintenance_context(lake, r)
         groups: list[FileGroup] = []
         notes: list[str] = []
         budget = max_input_files
-        for t in _rewritable(_pick_tables(r, ctx.base_snapshot, table, ctx.meta), notes, named=table is not None):
+        for t in _rewritable(pick_tables(r, ctx.base_snapshot, table, ctx.meta), notes, named=table is not None):
             target = parse_size(target_size or ctx.meta.option("target_file_size", table_id=t.table_id,
                                                                schema_id=t.schema_id) or str(1 << 29))
             schema = next(sc for sc in r.schemas(ctx.base_snapshot) if sc.schema_id == t.schema_id)
@@ -339,10 +314,10 @@ def plan_rewrite(lake: Lake, *, table: str | None = None, threshold: float | Non
     if threshold is not None and not 0 < threshold <= 1:
         raise UsageError("--delete-threshold must be in (0, 1]")
     with lake.reader() as r:
-        ctx = _context(lake, r)
+        ctx = maintenance_context(lake, r)
         groups = []
         notes: list[str] = []
-        for t in _rewritable(_pick_tables(r, ctx.base_snapshot, table, ctx.meta), notes, named=table is not None):
+        for t in _rewritable(pick_tables(r, ctx.base_snapshot, table, ctx.meta), notes, named=table is not None):
             limit = threshold if threshold is not None else float(
                 ctx.meta.option("rewrite_delete_threshold", table_id=t.table_id, schema_id=t.schema_id)
                 or DEFAULT_REWRITE_THRESHOLD)

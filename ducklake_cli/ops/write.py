@@ -3,29 +3,27 @@
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, LakeMetadata, NewDataFile, SchemaInfo, TableInfo
 from ducklake_cli.catalog.partitions import parse_partition_by, resolve_partition
+from ducklake_cli.catalog.snapshots import LATEST, SnapshotSelector
 from ducklake_cli.engine.ingest import INPUT_FORMATS
 from ducklake_cli.engine.writer import partition_keys
 from ducklake_cli.errors import CommitConflictError, NotFoundError, TableExistsError, UsageError
 from ducklake_cli.ops.results import Section
+from ducklake_cli.ops.tables import file_spec, split_table_name
 from ducklake_cli.storage.files import ensure_dir
 
 if TYPE_CHECKING:
 
     from ducklake_cli.catalog.transaction import Transaction
-    from ducklake_cli.engine.parquet_files import FileSpec, PartitionKey
     from ducklake_cli.lake import Lake
 
 MODES = ("append", "overwrite", "create")
 DEFAULT_INLINE_LIMIT = 10
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -58,29 +56,6 @@ class WriteResult:
         return {"table": self.table, "mode": self.mode, "snapshot_id": self.snapshot_id, "rows": self.rows,
                 "files": self.files, "bytes_written": self.bytes_written, "inlined_rows": self.inlined_rows,
                 "created_table": self.created_table, "skipped_rows": self.skipped_rows}
-
-
-def parse_size(text: str) -> int:
-    """DuckDB's size syntax: `536870912`, `10MB` (10**6), `512MiB` (2**20)."""
-    m = _SIZE.match(text)
-    if not m:
-        raise UsageError(f"cannot read the size {text!r}")
-    unit = (m.group(2) or "").lower().rstrip("b")
-    base = 1024 if unit.endswith("i") else 1000
-    power = " kmgt".index(unit[0]) if unit and unit[0] in "kmgt" else 0
-    return int(float(m.group(1)) * base ** power)
-
-
-def split_table_name(name: str) -> tuple[str, str]:
-    """`schema.table` or `table` (schema main); double-quoted parts may hold dots and `""` quotes."""
-    from ducklake_cli.catalog.reader import split_qualified
-
-    parts = split_qualified(name.strip())
-    if len(parts) == 1 and parts[0]:
-        return "main", parts[0]
-    if len(parts) == 2 and all(parts):
-        return parts[0], parts[1]
-    raise UsageError(f"table name {name!r} must be TABLE or SCHEMA.TABLE")
 
 
 @dataclass(frozen=True)
@@ -131,31 +106,6 @@ def _plan_target(lake: Lake, schema_name: str, name: str, mode: str) -> _Target:
                    meta)
 
 
-def file_spec(lake: Lake, meta: LakeMetadata, *, table_dir: str, columns: Sequence[ColumnInfo],
-              keys: tuple[PartitionKey, ...] = (), table_id: int | None = None, schema_id: int | None = None,
-              lineage: bool = False, subdir: str = "") -> FileSpec:
-    """How executors write a table's files: Arrow schema with field ids, partition keys and the catalog's Parquet
-    options (table scope first). `lineage` adds the embedded row-id and snapshot-id columns of rewritten files."""
-    import pyarrow as pa
-
-    from ducklake_cli.engine.parquet_files import FileSpec
-    from ducklake_cli.engine.writer import arrow_field, leaves, lineage_fields
-
-    def opt(key: str) -> str | None:
-        return meta.option(key, table_id=table_id, schema_id=schema_id)
-
-    level = opt("parquet_compression_level")
-    fields = [arrow_field(c) for c in columns] + (lineage_fields() if lineage else [])
-    return FileSpec(
-        table_dir=table_dir, schema=pa.schema(fields), leaves=leaves(columns),
-        not_null=tuple(c.name for c in columns if not c.nulls_allowed), keys=keys,
-        compression=(opt("parquet_compression") or "snappy").lower(), compression_level=int(level) if level else None,
-        row_group_size=int(opt("parquet_row_group_size") or 122_880),
-        target_file_size=parse_size(opt("target_file_size") or str(1 << 29)),
-        hive=(opt("hive_file_pattern") or "true").lower() == "true", subdir=subdir,
-        storage_options=dict(lake.storage_options))
-
-
 _NEVER_INLINED = frozenset({"geometry", "variant"})
 
 
@@ -166,7 +116,7 @@ def _has_type(col: ColumnInfo, types: frozenset[str]) -> bool:
 def _inline_limit(target: _Target, inline: bool, columns: Sequence[ColumnInfo], lake: Lake) -> int:
     from ducklake_cli.catalog.writes import RESERVED_INLINE_NAMES
 
-    if not inline or lake.backend.name == "mysql":  # MySQL DDL commits implicitly: no atomic inlined tables
+    if not inline or not lake.backend.transactional_ddl:  # inlined tables need DDL inside the commit
         return 0
     if any(c.name.lower() in RESERVED_INLINE_NAMES for c in columns):
         return 0
@@ -205,12 +155,12 @@ def run_write(
     author: str | None = None,
     inline: bool = True,
     ignore_extra_columns: bool = False,
-    snapshot: int | None = None,
-    as_of: dt.datetime | None = None,
+    at: SnapshotSelector = LATEST,
     schema: str | None = None,
     on_error: str = "fail",
 ) -> WriteResult:
-    """Write files (`-`: standard input) or a query's rows into `table` and commit exactly one snapshot.
+    """Write files (`-`: standard input) or a query's rows (at snapshot `at`) into `table` and commit exactly one
+    snapshot.
     `schema`: `--schema "col TYPE, …"` for CSV/JSON into a new table; `on_error`: `fail` or `skip` (CSV rows)."""
     if mode not in MODES:
         raise UsageError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -241,7 +191,7 @@ def run_write(
                                 on_error=on_error, storage_options=lake.storage_options)
             df, parsed, skipped = ingest.df, ingest.columns, ingest.skipped
         else:
-            df, parsed = sql_dataframe(lake, query or "", snapshot=snapshot, as_of=as_of), None
+            df, parsed = sql_dataframe(lake, query or "", at=at), None
         if target.existing is not None:
             columns = target.existing.columns
             partition = [(f.column_id, f.transform) for f in target.existing.partition.fields] \

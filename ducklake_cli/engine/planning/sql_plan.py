@@ -1,0 +1,109 @@
+"""A Spark SQL statement over a lake's tables, resolved from metadata alone (no Spark): the scan behind each table it
+reads, the plans of the lake views it reads, and its rewritten SQL (`engine/run_query.py` runs it)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ducklake_cli.catalog.models import SchemaInfo, Snapshot, TableInfo
+from ducklake_cli.catalog.reader import MetadataReader
+from ducklake_cli.catalog.snapshots import timestamp_or_none
+from ducklake_cli.engine.planning.counts import table_counts
+from ducklake_cli.engine.planning.scan_plan import ScanPlan, plan_scan
+from ducklake_cli.errors import NotFoundError, QueryError
+
+if TYPE_CHECKING:
+    from ducklake_cli.engine.planning.sql_rewrite import ParsedQuery, TableRef
+
+_view_ids = itertools.count()
+MAX_VIEW_DEPTH = 16
+
+
+@dataclass
+class SqlPlan:
+    """A statement resolved against the lake: its Spark SQL and the scans behind each temp view."""
+
+    spark_sql: str
+    scans: list[ScanPlan] = field(default_factory=list)
+    count_only: tuple[str, int] | None = None  # (column name, count) when answered from metadata
+    # Temp views to register before running `spark_sql`: a table scan (with rowid?) or a lake view's own plan.
+    views: list[tuple[str, ScanPlan | SqlPlan, bool]] = field(default_factory=list)
+    view: str | None = None  # the lake view (`schema.name`) this plan is the body of
+    column_aliases: list[str] = field(default_factory=list)  # `CREATE VIEW v(a, b)`: names of its first columns
+
+
+def _ref_snapshot(reader: MetadataReader, ref: TableRef, default: Snapshot) -> int:
+    if ref.version is not None:
+        return reader.snapshot(ref.version).snapshot_id
+    if ref.timestamp is not None:
+        when = timestamp_or_none(ref.timestamp)
+        if when is None:
+            raise QueryError(f"TIMESTAMP AS OF {ref.timestamp!r} is not a timestamp")
+        return reader.snapshot_at(when).snapshot_id
+    return default.snapshot_id
+
+
+def plan_sql(reader: MetadataReader, query: str, *, snapshot: Snapshot, data_path: str,
+             storage_options: Mapping[str, Any]) -> SqlPlan:
+    """Resolve every table and view a statement reads, at `snapshot` unless a table says `VERSION`/`TIMESTAMP AS
+    OF`; a plain `count(*)` of one table is answered from metadata."""
+    from ducklake_cli.engine.planning.sql_rewrite import parse_query
+
+    parsed = parse_query(query)
+    if (count_ref := parsed.plain_count()) is not None:
+        sid = _ref_snapshot(reader, count_ref, snapshot)
+        table = reader.find_table(sid, count_ref.qualified)
+        counts = table_counts(reader, snapshot_id=sid, data_path=data_path, tables=[table],
+                              schemas=reader.schemas(sid), storage_options=storage_options)
+        return SqlPlan(spark_sql="", count_only=(parsed.plain_count_alias(), counts[table.table_id].live_rows))
+    return _plan_refs(reader, parsed, snapshot=snapshot, data_path=data_path, storage_options=storage_options,
+                      depth=0)
+
+
+def _plan_refs(reader: MetadataReader, parsed: ParsedQuery, *, snapshot: Snapshot, data_path: str,
+               storage_options: Mapping[str, Any], depth: int) -> SqlPlan:
+    from ducklake_cli.engine.planning.sql_rewrite import parse_query, suggest, transpile_view, view_column_aliases
+
+    if depth > MAX_VIEW_DEPTH:
+        raise QueryError("views nest too deeply (a view that refers to itself?)")
+    views: dict[TableRef, str] = {}
+    out = SqlPlan(spark_sql="")
+    catalog_at: dict[int, tuple[dict[str, TableInfo], list[SchemaInfo]]] = {}  # one catalog read per snapshot
+    for ref in parsed.table_refs():
+        if ref in views:
+            continue
+        sid = _ref_snapshot(reader, ref, snapshot)
+        if sid not in catalog_at:
+            # Spark and DuckDB resolve identifiers case-insensitively.
+            catalog_at[sid] = ({t.qualified_name.lower(): t for t in reader.tables(sid)}, reader.schemas(sid))
+        tables, schemas = catalog_at[sid]
+        view_name = f"__ducklake_{next(_view_ids)}"
+        views[ref] = view_name
+        wanted = ref.qualified.lower()
+        if wanted in tables:
+            plan = plan_scan(reader, table=tables[wanted], snapshot_id=sid, data_path=data_path,
+                             schemas=schemas, predicates=parsed.predicates_for(ref),
+                             storage_options=storage_options)
+            out.scans.append(plan)
+            out.views.append((view_name, plan, parsed.uses_rowid()))
+            continue
+        lake_views = {f"{v.schema_name}.{v.name}".lower(): v for v in reader.views(sid)}
+        view = lake_views.get(wanted)
+        if view is None:
+            known = [t.qualified_name for t in tables.values()]
+            known += [f"{v.schema_name}.{v.name}" for v in lake_views.values()]
+            close = suggest(ref.qualified, known)
+            hint = f"did you mean {', '.join(close)}?" if close else "list tables with `ducklake inspect CATALOG`"
+            raise NotFoundError(f"table {ref.qualified} does not exist at snapshot {sid}", hint=hint)
+        qualified = f"{view.schema_name}.{view.name}"
+        text = transpile_view(view.sql or "", schema=view.schema_name, view=qualified)
+        inner = _plan_refs(reader, parse_query(text), snapshot=reader.snapshot(sid), data_path=data_path,
+                           storage_options=storage_options, depth=depth + 1)
+        inner.view, inner.column_aliases = qualified, view_column_aliases(view.column_aliases)
+        out.scans.extend(inner.scans)
+        out.views.append((view_name, inner, False))
+    out.spark_sql = parsed.rewrite(views)
+    return out

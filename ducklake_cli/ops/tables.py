@@ -1,0 +1,96 @@
+"""What several ops share about a lake's tables: naming one, picking the ones a maintenance verb works on, the
+context it plans against, and how their data files are written (Parquet options, sizes)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ducklake_cli.catalog.models import ColumnInfo, LakeMetadata, TableInfo
+from ducklake_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from ducklake_cli.engine.parquet_files import FileSpec, PartitionKey
+    from ducklake_cli.lake import Lake, LakeReader
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
+
+
+def split_table_name(name: str) -> tuple[str, str]:
+    """`schema.table` or `table` (schema main); double-quoted parts may hold dots and `""` quotes."""
+    from ducklake_cli.catalog.reader import split_qualified
+
+    parts = split_qualified(name.strip())
+    if len(parts) == 1 and parts[0]:
+        return "main", parts[0]
+    if len(parts) == 2 and all(parts):
+        return parts[0], parts[1]
+    raise UsageError(f"table name {name!r} must be TABLE or SCHEMA.TABLE")
+
+
+def parse_size(text: str) -> int:
+    """DuckDB's size syntax: `536870912`, `10MB` (10**6), `512MiB` (2**20)."""
+    m = _SIZE.match(text)
+    if not m:
+        raise UsageError(f"cannot read the size {text!r}")
+    unit = (m.group(2) or "").lower().rstrip("b")
+    base = 1024 if unit.endswith("i") else 1000
+    power = " kmgt".index(unit[0]) if unit and unit[0] in "kmgt" else 0
+    return int(float(m.group(1)) * base ** power)
+
+
+def file_spec(lake: Lake, meta: LakeMetadata, *, table_dir: str, columns: Sequence[ColumnInfo],
+              keys: tuple[PartitionKey, ...] = (), table_id: int | None = None, schema_id: int | None = None,
+              lineage: bool = False, subdir: str = "") -> FileSpec:
+    """How executors write a table's files: Arrow schema with field ids, partition keys and the catalog's Parquet
+    options (table scope first). `lineage` adds the embedded row-id and snapshot-id columns of rewritten files."""
+    import pyarrow as pa
+
+    from ducklake_cli.engine.parquet_files import FileSpec
+    from ducklake_cli.engine.writer import arrow_field, leaves, lineage_fields
+
+    def opt(key: str) -> str | None:
+        return meta.option(key, table_id=table_id, schema_id=schema_id)
+
+    level = opt("parquet_compression_level")
+    fields = [arrow_field(c) for c in columns] + (lineage_fields() if lineage else [])
+    return FileSpec(
+        table_dir=table_dir, schema=pa.schema(fields), leaves=leaves(columns),
+        not_null=tuple(c.name for c in columns if not c.nulls_allowed), keys=keys,
+        compression=(opt("parquet_compression") or "snappy").lower(), compression_level=int(level) if level else None,
+        row_group_size=int(opt("parquet_row_group_size") or 122_880),
+        target_file_size=parse_size(opt("target_file_size") or str(1 << 29)),
+        hive=(opt("hive_file_pattern") or "true").lower() == "true", subdir=subdir,
+        storage_options=dict(lake.storage_options))
+
+
+@dataclass(frozen=True)
+class MaintenanceContext:
+    """What a maintenance verb plans against: the data path, the catalog's metadata, the snapshot it read and the
+    catalog's display name."""
+
+    data_path: str
+    meta: LakeMetadata
+    base_snapshot: int
+    catalog: str
+
+
+def pick_tables(reader: LakeReader, snapshot_id: int, table: str | None, meta: LakeMetadata) -> list[TableInfo]:
+    """The tables a maintenance verb works on: the one named, or every table whose auto_compact option is on."""
+    tables = reader.tables(snapshot_id)
+    if table is None:  # like DuckDB: only tables with auto_compact on (the default) when none is named
+        return [t for t in tables if (meta.option("auto_compact", table_id=t.table_id, schema_id=t.schema_id)
+                                      or "true").lower() == "true"]
+    schema_name, name = split_table_name(table)
+    chosen = [t for t in tables if t.schema_name == schema_name and t.name == name]
+    if not chosen:
+        return [reader.find_table(snapshot_id, table)]  # raises the usual not-found error with suggestions
+    return chosen
+
+
+def maintenance_context(lake: Lake, reader: LakeReader) -> MaintenanceContext:
+    """The context of a maintenance plan, read from one reader."""
+    return MaintenanceContext(reader.data_path, reader.metadata(), reader.latest_snapshot().snapshot_id,
+                              lake.target.display())
