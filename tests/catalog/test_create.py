@@ -13,9 +13,10 @@ import ducklake_cli
 from ducklake_cli.catalog.backends import backend_for
 from ducklake_cli.catalog.url import parse_catalog
 from ducklake_cli.ops import inspect as inspect_ops
-from tests.conftest import ORACLE_BACKENDS, Spot, run_cli
-from tests.fixtures.oracle import oracle_connect
-from tests.fixtures.services import pg_database
+from tests.support.cli import run_cli
+from tests.support.oracle import oracle_connect
+from tests.support.services import pg_database
+from tests.support.spot import ORACLE_BACKENDS, Spot
 
 
 def _catalog_ddl(catalog: str) -> dict[str, tuple[list[tuple[str, str, bool]], list[str]]]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from ducklake_cli.cli.app import main
-from tests.fixtures.oracle import attach_clause, oracle_connect
+from tests.support.oracle import attach_clause, oracle_connect
 
 
 @dataclass(frozen=True)

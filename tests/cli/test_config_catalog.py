@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_main
-from tests.fixtures.lakes import build_lake
+from tests.support.cli import run_main
+from tests.support.lakes import build_lake
 
 Runner = Callable[..., tuple[int, str, str]]
 

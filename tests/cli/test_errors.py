@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.fixtures.lakes import build_lake
+from tests.support.cli import run_cli
+from tests.support.lakes import build_lake
 
 
 def _digest(path: Path) -> str:
@@ -148,7 +148,7 @@ def test_ctrl_c_during_a_spark_job_says_interrupted(lake: Path, tmp_path: Path) 
     import sys
     import time
 
-    from tests.conftest import REPO
+    from tests.support.cli import REPO
 
     env = {k: v for k, v in os.environ.items() if k not in ("DUCKLAKE_CATALOG", "DUCKLAKE_CONFIG")}
     env["TMPDIR"] = str(tmp_path)  # the Spark console log of this run, not the shared one
@@ -177,7 +177,7 @@ def test_s3_lake_without_jars_names_what_to_set(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from tests.conftest import REPO
+    from tests.support.cli import REPO
 
     cat = tmp_path / "cat.sqlite"
     build_lake("sqlite", str(cat), tmp_path / "data", "catalog_example")

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.fixtures.lakes import build_lake
+from tests.support.lakes import build_lake
 
 PROBE = """
 import sys

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, Spot, run_cli, run_main
-from tests.fixtures.lakes import build_lake
+from tests.support.cli import REPO, run_cli, run_main
+from tests.support.lakes import build_lake
+from tests.support.spot import Spot
 
 SUMMARY_KEYS = {"verb", "catalog", "dry_run", "snapshots_expired", "files_scheduled", "files_deleted", "bytes_freed",
                 "bytes_scheduled", "snapshot_ids", "tables_removed", "files", "notes"}

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli, run_main
-from tests.fixtures.oracle import attach_clause, oracle_connect
+from tests.support.cli import run_cli, run_main
+from tests.support.oracle import attach_clause, oracle_connect
 
 # verb → its arguments (every one has something to do on the lake below)
 VERBS: dict[str, list[str]] = {
@@ -120,7 +120,7 @@ def test_refusal_starts_no_spark_and_a_real_pipe_refuses(template: Path, tmp_pat
     before = _state(catalog, data)
     import subprocess
 
-    from tests.conftest import REPO
+    from tests.support.cli import REPO
 
     for args, stdin in ((VERBS["cleanup"], "n\n"), (VERBS["checkpoint"], None), (VERBS["compact"], "")):
         code = ("import sys\nfrom ducklake_cli.cli.app import main\ntry:\n    main(sys.argv[1:])\n"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.fixtures.lakes import build_lake
-from tests.fixtures.oracle import oracle_connect
+from tests.support.cli import run_cli
+from tests.support.lakes import build_lake
+from tests.support.oracle import oracle_connect
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("SELECT count(*) FROM t TIMESTAMP AS OF '2001-01-01 00:00:00'", [], "no snapshot at or before"),
         ("SELECT count(*) FROM t", ["--as-of", "2001-01-01"], "no snapshot at or before"),
         ("INSERT INTO t VALUES (1)", [], "query only reads"),
-        ("SELECT nosuchcol FROM t", [], "nosuchcol"),
+        pytest.param("SELECT nosuchcol FROM t", [], "nosuchcol", marks=pytest.mark.spark),  # Spark's analyser
     ],
 )
 def test_one_line_exit_1(lake: Path, sql: str, extra: list[str], needle: str) -> None:
@@ -54,6 +54,7 @@ def test_one_line_exit_1(lake: Path, sql: str, extra: list[str], needle: str) ->
     assert hashlib.sha256(lake.read_bytes()).hexdigest() == before
 
 
+@pytest.mark.spark
 def test_output_needs_a_known_extension(lake: Path, tmp_path: Path) -> None:
     res = run_cli("query", str(lake), "SELECT 1", "--output", str(tmp_path / "x.xlsx"))
     assert res.returncode == 2 and "use a .parquet, .csv or .json" in res.stderr

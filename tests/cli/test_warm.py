@@ -21,8 +21,8 @@ import pytest
 
 from ducklake_cli.cli.launch import delegable
 from ducklake_cli.warm_socket import LENGTH, MESSAGE, code_fingerprint, warm_address, warm_listening
-from tests.conftest import REPO
-from tests.fixtures.lakes import build_lake
+from tests.support.cli import REPO
+from tests.support.lakes import build_lake
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the warm process is Linux-only")
 

@@ -12,9 +12,9 @@ import pytest
 import ducklake_cli
 from ducklake_cli.engine.planning.scan_plan import plan_scan
 from ducklake_cli.ops import inspect as inspect_ops
-from tests.conftest import ORACLE_BACKENDS, Spot
-from tests.engine.diff import assert_same_table, duckdb_lake_rows, spark_table_rows
-from tests.fixtures.oracle import oracle_connect, sql_str
+from tests.support.diff import assert_same_table, duckdb_lake_rows, spark_table_rows
+from tests.support.oracle import oracle_connect, sql_str
+from tests.support.spot import ORACLE_BACKENDS, Spot
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -166,7 +166,7 @@ def test_mysql_awkward_names_round_trip(spot: Spot, spark: SparkSession, tmp_pat
     from ducklake_cli.catalog.url import parse_catalog
     from ducklake_cli.ops.create import create_catalog
     from ducklake_cli.ops.write import run_write
-    from tests.fixtures.services import mysql_connect_args
+    from tests.support.services import mysql_connect_args
 
     meta = f"ü m'q {tmp_path.name[-12:]}"  # a database of its own (names are server-wide), dropped at the end
     target = parse_catalog(spot.catalog).with_schema(meta)

@@ -11,8 +11,8 @@ import pytest
 
 import ducklake_cli
 from ducklake_cli.engine.planning.scan_plan import plan_scan
-from tests.conftest import Spot
-from tests.fixtures.oracle import oracle_connect
+from tests.support.oracle import oracle_connect
+from tests.support.spot import Spot
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -8,9 +8,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import Spot, run_cli
-from tests.fixtures.lakes import build_lake
-from tests.fixtures.oracle import oracle_connect
+from tests.support.cli import run_cli
+from tests.support.lakes import build_lake
+from tests.support.oracle import oracle_connect
+from tests.support.spot import Spot
+
+pytestmark = pytest.mark.spark
 
 # scenario, table, snapshot offset from the end (0 = latest), an ORDER BY making rows comparable
 CASES = [

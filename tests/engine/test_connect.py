@@ -2,7 +2,7 @@
 on a standalone master + worker and through Spark Connect.
 
 The differential runs `compare_lake` (tests/engine/test_query_differential.py) in one worker process per Spark
-deployment (tests/engine/diff_worker.py): a process holds either an embedded/cluster session or a Connect one.
+deployment (tests/support/diff_worker.py): a process holds either an embedded/cluster session or a Connect one.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, Spot, run_cli
-from tests.engine.connect import ConnectServer
-from tests.fixtures.lakes import build_lake
+from tests.support.cli import REPO, run_cli
+from tests.support.connect import ConnectServer
+from tests.support.lakes import build_lake
+from tests.support.spot import Spot
 
 pytestmark = pytest.mark.spark
 
@@ -41,7 +42,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
 
 def _differential(spark: dict[str, str], cases: list[dict[str, Any]]) -> None:
     spec = json.dumps({**spark, "cases": cases})
-    res = subprocess.run([sys.executable, "-m", "tests.engine.diff_worker", spec], capture_output=True, text=True,
+    res = subprocess.run([sys.executable, "-m", "tests.support.diff_worker", spec], capture_output=True, text=True,
                          cwd=REPO, timeout=900, check=False)
     assert res.returncode == 0, res.stderr[-3000:]
     failures = json.loads(res.stdout.strip().splitlines()[-1])

@@ -9,8 +9,11 @@ import pytest
 
 import ducklake_cli
 from ducklake_cli.ops.query import run_query
-from tests.conftest import Spot, run_cli
-from tests.fixtures.oracle import oracle_connect
+from tests.support.cli import run_cli
+from tests.support.oracle import oracle_connect
+from tests.support.spot import Spot
+
+pytestmark = pytest.mark.spark
 
 
 def _build(spot: Spot) -> None:

@@ -1,7 +1,7 @@
 """The pyarrow fallback reader (engine/fallback.py) against DuckDB reading the same lake.
 
 One DuckDB-written lake for the whole module; the Spark session is the session-wide one of
-tests/engine/conftest.py. Every table holds a type Spark's own Parquet reader rejects, and every value is
+tests/support/spark.py. Every table holds a type Spark's own Parquet reader rejects, and every value is
 compared with what DuckDB returns through the lake (CAST to VARCHAR for the types we return as text, native
 values otherwise).
 """
@@ -27,8 +27,8 @@ import pyarrow as pa
 import pytest
 
 from ducklake_cli.catalog.models import ColumnInfo
-from tests.fixtures.lakes import _NESTED_COLUMNS, _NESTED_SELECT, _PRIMITIVE_COLUMNS, _PRIMITIVE_PARQUET_SELECT
-from tests.fixtures.oracle import oracle_connect
+from tests.support.lakes import _NESTED_COLUMNS, _NESTED_SELECT, _PRIMITIVE_COLUMNS, _PRIMITIVE_PARQUET_SELECT
+from tests.support.oracle import oracle_connect
 
 pytestmark = pytest.mark.spark
 

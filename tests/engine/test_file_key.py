@@ -7,10 +7,12 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from ducklake_cli.engine.scan import file_key
 
 
+@pytest.mark.spark
 def test_file_key_matches_spark_for_awkward_paths(spark: Any, tmp_path: Path) -> None:
     paths = []
     for name in ("dir ü%41+x,;=", "country=x%2Fy%20z", "plain"):

@@ -24,8 +24,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, Spot
-from tests.fixtures.oracle import oracle_connect
+from tests.support.cli import REPO
+from tests.support.oracle import oracle_connect
+from tests.support.spot import Spot
 
 pytestmark = pytest.mark.spark
 

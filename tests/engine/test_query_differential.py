@@ -1,9 +1,9 @@
-"""Our Spark table scan against DuckDB's ducklake extension, on lakes DuckDB wrote (tests/fixtures/lakes.py).
+"""Our Spark table scan against DuckDB's ducklake extension, on lakes DuckDB wrote (tests/support/lakes.py).
 
 For each backend × scenario the lake is built by DuckDB 1.5.5, then for the chosen snapshots and *every*
 table live at each of them, ``Lake.table("schema.table", snapshot=n, spark=spark)`` must return the same
 column names (in order) and the same multiset of rows as DuckDB's ``SELECT * FROM lake.s.t AT (VERSION => n)``
-(values canonicalised by tests/engine/diff.py). All differences of one scenario are collected and reported
+(values canonicalised by tests/support/diff.py). All differences of one scenario are collected and reported
 together.
 
 Which snapshots (a full check of all 33 scenarios × 3 backends × every snapshot is ~1500 Spark reads; this
@@ -33,8 +33,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import ducklake_cli
-from tests.conftest import Spot
-from tests.engine.diff import (
+from tests.support.diff import (
     NAN,
     Bool,
     MapPairs,
@@ -49,8 +48,9 @@ from tests.engine.diff import (
     rendered_type_ids,
     spark_table_rows,
 )
-from tests.fixtures.lakes import SCENARIOS, build_lake
-from tests.fixtures.oracle import oracle_connect
+from tests.support.lakes import SCENARIOS, build_lake
+from tests.support.oracle import oracle_connect
+from tests.support.spot import Spot
 
 if TYPE_CHECKING:
     import duckdb

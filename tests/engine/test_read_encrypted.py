@@ -12,9 +12,10 @@ import pytest
 
 import ducklake_cli
 from ducklake_cli.errors import StorageError
-from tests.conftest import Spot, run_cli
-from tests.engine.diff import assert_same_table, duckdb_table_rows, oracle_lake, spark_table_rows
-from tests.fixtures.oracle import oracle_connect
+from tests.support.cli import run_cli
+from tests.support.diff import assert_same_table, duckdb_table_rows, oracle_lake, spark_table_rows
+from tests.support.oracle import oracle_connect
+from tests.support.spot import Spot
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -15,9 +15,9 @@ import duckdb
 import pytest
 
 import ducklake_cli
-from tests.conftest import Spot
-from tests.engine.diff import ORACLE_ALIAS, assert_same_multiset, duckdb_table_rows, oracle_lake, spark_table_rows
-from tests.fixtures.lakes import build_lake
+from tests.support.diff import ORACLE_ALIAS, assert_same_multiset, duckdb_table_rows, oracle_lake, spark_table_rows
+from tests.support.lakes import build_lake
+from tests.support.spot import Spot
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

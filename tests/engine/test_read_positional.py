@@ -1,13 +1,14 @@
 """Files with neither Parquet field ids nor a name mapping (issue 11, item 3): flat tables are read by position as
-DuckDB reads them (differential scenario ``add_files_positional`` in tests/fixtures/lakes.py); files of tables with
+DuckDB reads them (differential scenario ``add_files_positional`` in tests/support/lakes.py); files of tables with
 nested columns, whose fields DuckDB reads as NULL, are refused in one line."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Spot, run_cli
-from tests.fixtures.oracle import oracle_connect
+from tests.support.cli import run_cli
+from tests.support.oracle import oracle_connect
+from tests.support.spot import Spot
 
 
 @pytest.mark.parametrize("spot", ["sqlite"], indirect=True)

@@ -13,11 +13,11 @@ import pytest
 
 from ducklake_cli.engine.session import s3a_conf
 from ducklake_cli.storage.files import s3_storage_options
-from tests.conftest import run_cli
-from tests.engine.connect import ConnectServer
-from tests.fixtures.oracle import oracle_connect
-from tests.fixtures.s3a import s3a_jars
-from tests.fixtures.services import S3Target
+from tests.support.cli import run_cli
+from tests.support.connect import ConnectServer
+from tests.support.oracle import oracle_connect
+from tests.support.s3a import s3a_jars
+from tests.support.services import S3Target
 
 pytestmark = [pytest.mark.s3, pytest.mark.spark]
 
@@ -51,7 +51,7 @@ def _oracle(s3: S3Target, catalog: Path) -> duckdb.DuckDBPyConnection:
 @pytest.fixture(scope="module")
 def s3_lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[S3Target, Path, list[int]]]:
     """The lake DuckDB wrote under a fresh S3 prefix; (server, catalog, snapshot ids)."""
-    from tests.fixtures.services import require_env, s3_prefix
+    from tests.support.services import require_env, s3_prefix
 
     catalog = tmp_path_factory.mktemp("s3lake") / "cat.sqlite"
     with s3_prefix(require_env("DUCKLAKE_TEST_S3"), require_env("DUCKLAKE_TEST_S3_KEY"),

@@ -10,9 +10,10 @@ import pytest
 import ducklake_cli
 from ducklake_cli.errors import QueryError
 from ducklake_cli.ops.query import run_query
-from tests.conftest import Spot, run_cli
-from tests.fixtures.lakes import build_lake
-from tests.fixtures.oracle import oracle_connect
+from tests.support.cli import run_cli
+from tests.support.lakes import build_lake
+from tests.support.oracle import oracle_connect
+from tests.support.spot import Spot
 
 pytestmark = pytest.mark.spark
 

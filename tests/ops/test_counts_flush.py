@@ -10,8 +10,8 @@ import pytest
 import ducklake_cli
 from ducklake_cli.ops import inspect as inspect_ops
 from ducklake_cli.ops.query import plan_sql
-from tests.conftest import ORACLE_BACKENDS, Spot
-from tests.fixtures.oracle import oracle_connect
+from tests.support.oracle import oracle_connect
+from tests.support.spot import ORACLE_BACKENDS, Spot
 
 # name → (DATA_INLINING_ROW_LIMIT, statements); `{lake}` is the attached alias, the table is always `t`.
 LAKES: dict[str, tuple[int, list[str]]] = {

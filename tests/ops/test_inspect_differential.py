@@ -10,9 +10,10 @@ import pytest
 
 import ducklake_cli
 from ducklake_cli.ops import inspect as inspect_ops
-from tests.conftest import ORACLE_BACKENDS, Spot, run_cli
-from tests.fixtures.lakes import SCENARIOS, build_lake
-from tests.fixtures.oracle import oracle_connect
+from tests.support.cli import run_cli
+from tests.support.lakes import SCENARIOS, build_lake
+from tests.support.oracle import oracle_connect
+from tests.support.spot import ORACLE_BACKENDS, Spot
 
 
 def _duckdb_counts(spot: Spot, snapshot_id: int, con: duckdb.DuckDBPyConnection | None = None) -> dict[str, int]:

@@ -13,9 +13,10 @@ import pytest
 import ducklake_cli
 from ducklake_cli.catalog.backends import parse_timestamp_text
 from ducklake_cli.ops import inspect as inspect_ops
-from tests.conftest import Spot, run_cli
-from tests.fixtures.lakes import build_lake
-from tests.fixtures.services import mysql_connect_args
+from tests.support.cli import run_cli
+from tests.support.lakes import build_lake
+from tests.support.services import mysql_connect_args
+from tests.support.spot import Spot
 
 
 def copy_sqlite_catalog_to_mysql(sqlite_path: Path, mysql_url: str) -> None:

@@ -24,10 +24,10 @@ import pytest
 
 import ducklake_cli
 from ducklake_cli.ops import inspect as inspect_ops
-from tests.conftest import run_cli
-from tests.fixtures.lakes import Quiet, run_steps
-from tests.fixtures.oracle import attach_clause, oracle_connect
-from tests.fixtures.services import require_env
+from tests.support.cli import run_cli
+from tests.support.lakes import Quiet, run_steps
+from tests.support.oracle import attach_clause, oracle_connect
+from tests.support.services import require_env
 
 BASE = dt.datetime(2026, 1, 1, 12, tzinfo=dt.UTC)  # snapshot k is rewritten to BASE + k days
 OLD = time.time() - 10 * 86400  # mtime of planted "old" files

@@ -14,11 +14,12 @@ import pytest
 
 import ducklake_cli
 from ducklake_cli.ops.cleanup import plan_orphans
-from tests.conftest import Spot, run_cli
-from tests.fixtures.lakes import build_lake
-from tests.fixtures.oracle import oracle_connect, sql_str
-from tests.fixtures.services import S3Target
 from tests.ops.test_inspect_mysql import copy_sqlite_catalog_to_mysql
+from tests.support.cli import run_cli
+from tests.support.lakes import build_lake
+from tests.support.oracle import oracle_connect, sql_str
+from tests.support.services import S3Target
+from tests.support.spot import Spot
 
 OLD = time.time() - 30 * 86400
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.fixtures.oracle import attach_clause, oracle_connect
-from tests.fixtures.writes import (
+from tests.support.cli import run_cli
+from tests.support.oracle import attach_clause, oracle_connect
+from tests.support.writes import (
     LEAN_JVM_ENV,
     LEAN_SPARK,
     CliProcess,

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.fixtures.oracle import sql_str
-from tests.fixtures.writes import CliProcess, data_files, make_wide_parquet, oracle_lake
+from tests.support.cli import run_cli
+from tests.support.oracle import sql_str
+from tests.support.writes import CliProcess, data_files, make_wide_parquet, oracle_lake
 
 ROWS = 10_000_000
 RSS_LIMIT_MB = 500

@@ -14,9 +14,10 @@ import pytest
 
 from ducklake_cli.catalog.url import parse_catalog
 from ducklake_cli.ops.create import create_catalog
-from tests.conftest import ORACLE_BACKENDS, Spot, run_main
-from tests.fixtures.corpus import CASES, Case
-from tests.fixtures.oracle import oracle_connect, sql_str
+from tests.support.cli import run_main
+from tests.support.corpus import CASES, Case
+from tests.support.oracle import oracle_connect, sql_str
+from tests.support.spot import ORACLE_BACKENDS, Spot
 
 if TYPE_CHECKING:
     import duckdb

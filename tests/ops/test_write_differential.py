@@ -20,12 +20,14 @@ from ducklake_cli.catalog.url import parse_catalog
 from ducklake_cli.errors import DuckLakeError, InputError
 from ducklake_cli.ops.create import create_catalog
 from ducklake_cli.ops.write import WriteResult, run_write
-from tests.conftest import ORACLE_BACKENDS, Spot
-from tests.fixtures.oracle import oracle_connect
+from tests.support.oracle import oracle_connect
+from tests.support.spot import ORACLE_BACKENDS, Spot
 
 if TYPE_CHECKING:
     import duckdb
     from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.spark
 
 PRIMITIVES = """
     SELECT i::INTEGER AS id, i % 2 = 0 AS b, (i % 100 - 50)::TINYINT AS i8, (i * 7)::SMALLINT AS i16,
@@ -400,7 +402,7 @@ def r_table_id(con: duckdb.DuckDBPyConnection, name: str) -> int:
 def test_ten_million_rows(env: Env) -> None:
     """The 10-million-row scenario on the other two oracle backends (SQLite's, with the driver-RSS bound, is in
     tests/ops/test_write_memory.py): every row back, row for row."""
-    from tests.fixtures.writes import make_wide_parquet
+    from tests.support.writes import make_wide_parquet
 
     source = make_wide_parquet(env.inputs / "wide", 10_000_000, files=4)
     result = run_write(env.lake, "big", source=[str(source)], mode="create")

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import run_cli
-from tests.engine.cluster import _free_port
-from tests.fixtures.s3a import s3a_jars
+from tests.support.cli import run_cli
+from tests.support.cluster import _free_port
+from tests.support.s3a import s3a_jars
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,15 @@ from ducklake_cli.catalog.backends import format_timestamp_text
 from ducklake_cli.catalog.url import parse_catalog
 from ducklake_cli.ops.create import create_catalog
 from ducklake_cli.ops.write import run_write
-from tests.conftest import Spot
-from tests.engine.test_write_differential import EVENTS, NESTED, PRIMITIVES, assert_same_rows
-from tests.fixtures.oracle import attach_clause, oracle_connect
-from tests.fixtures.services import mysql_connect_args
+from tests.ops.test_write_differential import EVENTS, NESTED, PRIMITIVES, assert_same_rows
+from tests.support.oracle import attach_clause, oracle_connect
+from tests.support.services import mysql_connect_args
+from tests.support.spot import Spot
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.spark
 
 
 def copy_mysql_catalog_to_sqlite(mysql_url: str, sqlite_path: Path) -> None:

@@ -21,11 +21,12 @@ import pytest
 
 from ducklake_cli.catalog.url import parse_catalog
 from ducklake_cli.ops.create import create_catalog
-from tests.conftest import REPO, Spot, run_cli
-from tests.engine.connect import ConnectServer
-from tests.engine.test_write_differential import EVENTS, NESTED, PRIMITIVES, assert_same_rows
-from tests.fixtures.oracle import oracle_connect
-from tests.fixtures.writes import cli_env, make_parquet, scalar
+from tests.ops.test_write_differential import EVENTS, NESTED, PRIMITIVES, assert_same_rows
+from tests.support.cli import REPO, run_cli
+from tests.support.connect import ConnectServer
+from tests.support.oracle import oracle_connect
+from tests.support.spot import Spot
+from tests.support.writes import cli_env, make_parquet, scalar
 
 pytestmark = pytest.mark.spark
 
@@ -129,7 +130,7 @@ def test_write_and_flush_on_standalone_cluster(master: str, inputs: dict[str, Pa
     *first, (table, src, kwargs) = STEPS
     spec = {"master": master, "catalog": spot.catalog, "conf": lean,
             "steps": [{"table": t, "source": str(inputs[s]), "kwargs": k} for t, s, k in first]}
-    res = subprocess.run([sys.executable, "-m", "tests.engine.write_worker", json.dumps(spec)], capture_output=True,
+    res = subprocess.run([sys.executable, "-m", "tests.support.write_worker", json.dumps(spec)], capture_output=True,
                          text=True, cwd=REPO, env={**cli_env(), "JAVA_TOOL_OPTIONS": LEAN_JVM}, timeout=600,
                          check=False)
     assert res.returncode == 0, res.stderr[-3000:]

@@ -8,9 +8,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.conftest import Spot
-from tests.fixtures.lakes import SCENARIOS, build_lake
-from tests.fixtures.oracle import EXTENSIONS, attach_clause, extension_dir, oracle_connect
+from tests.support.lakes import SCENARIOS, build_lake
+from tests.support.oracle import EXTENSIONS, attach_clause, extension_dir, oracle_connect
+from tests.support.spot import Spot
 
 BACKENDS = ["sqlite", "duckdb", pytest.param("postgres", marks=pytest.mark.postgres)]
 

@@ -16,8 +16,8 @@ from ducklake_cli.api import connect
 from ducklake_cli.catalog.url import parse_catalog
 from ducklake_cli.ops.create import create_catalog
 from ducklake_cli.ops.write import run_write
-from tests.conftest import ORACLE_BACKENDS, Spot
-from tests.fixtures.oracle import oracle_connect
+from tests.support.oracle import oracle_connect
+from tests.support.spot import ORACLE_BACKENDS, Spot
 
 if TYPE_CHECKING:
     import duckdb

@@ -19,9 +19,9 @@ from ducklake_cli.engine.ingest import parse_schema_option
 from ducklake_cli.errors import CommitConflictError, DuckLakeError, InputError, UsageError
 from ducklake_cli.ops.create import create_catalog
 from ducklake_cli.ops.write import WriteResult, run_write
-from tests.conftest import ORACLE_BACKENDS, Spot
-from tests.engine.test_ingest_corpus import cli, digest
-from tests.fixtures.oracle import oracle_connect, sql_str
+from tests.ops.test_ingest_corpus import cli, digest
+from tests.support.oracle import oracle_connect, sql_str
+from tests.support.spot import ORACLE_BACKENDS, Spot
 
 if TYPE_CHECKING:
     import duckdb
@@ -302,7 +302,7 @@ def test_csv_and_json_on_s3_are_read_through_fsspec(s3_bucket: Any, tmp_path: Pa
 
 def test_csv_through_spark_connect(spark_connect: Any, tmp_path: Path) -> None:
     """CSV parsed by DuckDB inside the Connect server's Python workers; a bad line still comes back as one line."""
-    from tests.conftest import run_cli
+    from tests.support.cli import run_cli
 
     catalog = str(tmp_path / "cat.sqlite")
     create_catalog(parse_catalog(catalog, must_exist=False), data_path=str(tmp_path / "data"))

@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from tests.fixtures.oracle import oracle_connect
+from tests.support.oracle import oracle_connect
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import DataType
 
-    from tests.conftest import Spot
+    from tests.support.spot import Spot
 
 TableRows = tuple[list[str], list[tuple[Any, ...]]]
 

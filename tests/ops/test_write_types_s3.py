@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.conftest import run_cli
 from tests.engine.test_s3 import _oracle
-from tests.fixtures.services import S3Target
+from tests.support.cli import run_cli
+from tests.support.services import S3Target
 
 if TYPE_CHECKING:
-    from tests.engine.connect import ConnectServer
+    from tests.support.connect import ConnectServer
 
 pytestmark = [pytest.mark.s3, pytest.mark.spark]
 

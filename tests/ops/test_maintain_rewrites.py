@@ -17,12 +17,15 @@ from ducklake_cli.api import Lake, connect
 from ducklake_cli.ops.checkpoint import plan_checkpoint
 from ducklake_cli.ops.flush import plan_flush
 from ducklake_cli.ops.rewrite import plan_compact, plan_rewrite
-from tests.conftest import REPO, Spot
-from tests.fixtures.oracle import oracle_connect
+from tests.support.cli import REPO
+from tests.support.oracle import oracle_connect
+from tests.support.spot import Spot
 
 if TYPE_CHECKING:
     import duckdb
     from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.spark
 
 TABLES = ("main.t", "main.p")
 

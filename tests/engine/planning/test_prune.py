@@ -25,8 +25,8 @@ from ducklake_cli.catalog.models import ColumnInfo, PartitionField
 from ducklake_cli.catalog.paths import file_path, table_dir
 from ducklake_cli.engine.planning.predicates import Op, Predicate
 from ducklake_cli.engine.planning.prune import Candidate, FileStats, keep_file, murmur3_32, prune
-from tests.fixtures.lakes import build_lake
-from tests.fixtures.oracle import attach_clause, oracle_connect, sql_str
+from tests.support.lakes import build_lake
+from tests.support.oracle import attach_clause, oracle_connect, sql_str
 
 SEED = 20240611
 

@@ -9,7 +9,7 @@ import psycopg
 import pymysql
 import pytest
 
-from tests.fixtures.services import (
+from tests.support.services import (
     S3Target,
     mysql_connect_args,
     mysql_database,

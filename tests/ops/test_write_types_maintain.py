@@ -18,8 +18,8 @@ from ducklake_cli.errors import UsageError
 from ducklake_cli.ops.checkpoint import plan_checkpoint
 from ducklake_cli.ops.flush import plan_flush
 from ducklake_cli.ops.rewrite import plan_compact, plan_rewrite
-from tests.conftest import ORACLE_BACKENDS, Spot
-from tests.fixtures.oracle import oracle_connect
+from tests.support.oracle import oracle_connect
+from tests.support.spot import ORACLE_BACKENDS, Spot
 
 if TYPE_CHECKING:
     import duckdb

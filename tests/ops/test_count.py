@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Spot, run_cli
-from tests.fixtures.lakes import build_lake
-from tests.fixtures.oracle import oracle_connect
+from tests.support.cli import run_cli
+from tests.support.lakes import build_lake
+from tests.support.oracle import oracle_connect
+from tests.support.spot import Spot
 
 PROBE = """
 import sys

@@ -15,12 +15,12 @@ import pytest
 
 import ducklake_cli
 from ducklake_cli.ops.write import run_write
-from tests.conftest import run_cli
-from tests.engine.connect import ConnectServer
 from tests.engine.test_s3 import _oracle
-from tests.engine.test_write_differential import EVENTS, assert_same_rows
-from tests.fixtures.services import S3Target
-from tests.fixtures.writes import make_parquet
+from tests.ops.test_write_differential import EVENTS, assert_same_rows
+from tests.support.cli import run_cli
+from tests.support.connect import ConnectServer
+from tests.support.services import S3Target
+from tests.support.writes import make_parquet
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
