@@ -3,18 +3,15 @@ operations through `ducklake_cli.lake` and `ducklake_cli.ops`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ducklake_cli.catalog.snapshots import SnapshotSelector
-from ducklake_cli.catalog.url import CatalogTarget
 from ducklake_cli.lake import Lake as _BaseLake
-from ducklake_cli.lake import open_lake
 
 if TYPE_CHECKING:
     import datetime as dt
 
-    from ducklake_cli.engine.session import DataFrame, SparkSession, SparkSettings
+    from ducklake_cli.engine.session import DataFrame, SparkSession
 
 
 class Lake(_BaseLake):
@@ -39,17 +36,4 @@ class Lake(_BaseLake):
         return sql_dataframe(self, query, at=SnapshotSelector(snapshot, as_of), spark=spark)
 
 
-def connect(
-    catalog: str | CatalogTarget,
-    *,
-    data_path: str | None = None,
-    metadata_schema: str | None = None,
-    storage_options: Mapping[str, Any] | None = None,
-    read_only: bool = False,
-    spark_settings: SparkSettings | None = None,
-) -> Lake:
-    """Open a DuckLake from a path, URL or `ducklake:` ATTACH string and check that it is a v1.0 catalog."""
-    lake = open_lake(catalog, data_path=data_path, metadata_schema=metadata_schema, storage_options=storage_options,
-                     read_only=read_only, spark_settings=spark_settings, cls=Lake)
-    assert isinstance(lake, Lake)
-    return lake
+connect = Lake.open  # the public entry point: `ducklake_cli.connect("lake.sqlite")` opens a lake as an API `Lake`

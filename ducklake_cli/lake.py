@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from ducklake_cli.catalog.backends import Backend, backend_for
 from ducklake_cli.catalog.reader import MetadataReader
@@ -67,6 +67,29 @@ class Lake:
 
     def __repr__(self) -> str:
         return f"Lake({self.target.display()})"
+
+    @classmethod
+    def open(
+        cls,
+        catalog: str | CatalogTarget,
+        *,
+        data_path: str | None = None,
+        metadata_schema: str | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        read_only: bool = False,
+        spark_settings: SparkSettings | None = None,
+    ) -> Self:
+        """Open a DuckLake from a path, URL or `ducklake:` ATTACH string and check that it is a v1.0 catalog."""
+        target = catalog if isinstance(catalog, CatalogTarget) else parse_catalog(catalog)
+        lake = cls(target.with_schema(metadata_schema), data_path=data_path, storage_options=storage_options,
+                   read_only=read_only, spark_settings=spark_settings)
+        try:
+            with lake.reader():
+                pass
+        except DuckLakeError:
+            lake.close()
+            raise
+        return lake
 
     @property
     def engine(self) -> Engine:
@@ -134,33 +157,8 @@ class Lake:
             self._engine.dispose()
             self._engine = None
 
-    def __enter__(self) -> Lake:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-
-
-def open_lake(
-    catalog: str | CatalogTarget,
-    *,
-    data_path: str | None = None,
-    metadata_schema: str | None = None,
-    storage_options: Mapping[str, Any] | None = None,
-    read_only: bool = False,
-    spark_settings: SparkSettings | None = None,
-    cls: type[Lake] | None = None,
-) -> Lake:
-    """Open a DuckLake from a path, URL or `ducklake:` ATTACH string and check that it is a v1.0 catalog."""
-    target = catalog if isinstance(catalog, CatalogTarget) else parse_catalog(catalog)
-    lake = (cls or Lake)(target.with_schema(metadata_schema), data_path=data_path, storage_options=storage_options,
-                         read_only=read_only, spark_settings=spark_settings)
-    try:
-        with lake.reader():
-            pass
-    except DuckLakeError:
-        lake.close()
-        raise
-    return lake

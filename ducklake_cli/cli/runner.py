@@ -88,11 +88,11 @@ def spark_settings(
 def open_lake(resolved: Resolved, *, read_only: bool = True, spark_settings: SparkSettings | None = None) -> Lake:
     """A Lake for a resolved catalog (read-only commands never write the catalog); a command that writes is
     stopped here, before any work, when its local catalog file cannot be written."""
-    from ducklake_cli.lake import open_lake as connect
+    from ducklake_cli.lake import Lake
 
     if not read_only:
         check_catalogwritable(resolved)
-    lake = connect(resolved.target, data_path=resolved.data_path, storage_options=resolved.storage_options,
+    lake = Lake.open(resolved.target, data_path=resolved.data_path, storage_options=resolved.storage_options,
                    read_only=read_only, spark_settings=spark_settings)
     if spark_settings is not None and not spark_settings.remote and spark_settings.data_path is None:
         import dataclasses
