@@ -144,10 +144,8 @@ class SQLiteBackend(Backend):
     """SQLite file catalogs; DuckDB's sqlite scanner stores booleans as BIGINT and timestamps/UUIDs as text."""
 
     name = "sqlite"
-    ddl_types: ClassVar[dict[str, str]] = {
-        BIGINT: "BIGINT", VARCHAR: "VARCHAR", VARCHAR_NN: "VARCHAR NOT NULL", BOOLEAN: "BIGINT",
-        UUID: "VARCHAR", TIMESTAMPTZ: "VARCHAR",
-    }
+    ddl_types: ClassVar[dict[str, str]] = {**Backend.ddl_types, BOOLEAN: "BIGINT", UUID: "VARCHAR",
+                                           TIMESTAMPTZ: "VARCHAR"}
 
     def url(self) -> URL:
         """`sqlite:` URL; read-only opens use SQLite's URI mode so nothing is ever created or changed."""
@@ -370,10 +368,8 @@ class MySQLBackend(Backend):
 
     name = "mysql"
     transactional_ddl = False  # MySQL DDL commits implicitly
-    ddl_types: ClassVar[dict[str, str]] = {
-        BIGINT: "BIGINT", VARCHAR: "TEXT", VARCHAR_NN: "TEXT NOT NULL", BOOLEAN: "BOOLEAN",
-        UUID: "VARCHAR(36)", TIMESTAMPTZ: "DATETIME(6)",
-    }
+    ddl_types: ClassVar[dict[str, str]] = {**Backend.ddl_types, VARCHAR: "TEXT", VARCHAR_NN: "TEXT NOT NULL",
+                                           UUID: "VARCHAR(36)", TIMESTAMPTZ: "DATETIME(6)"}
 
     def url(self) -> URL:
         """`mysql+pymysql` URL."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ducklake_cli.catalog.names import split_outside_quotes
+
 # Token → key of DuckDB's `ducklake_snapshots().changes` map, in the order DuckDB writes tokens.
 CHANGE_KEYS: dict[str, str] = {
     "dropped_schema": "schemas_dropped",
@@ -36,28 +38,9 @@ class ChangeParseError(ValueError):
 
 def _split(text: str) -> list[str]:
     """Split on commas outside double quotes."""
-    if '"' not in text:
-        return text.split(",")
-    parts, buf, quoted = [], [], False
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            if quoted and i + 1 < len(text) and text[i + 1] == '"':
-                buf.append('""')
-                i += 2
-                continue
-            quoted = not quoted
-        if ch == "," and not quoted:
-            parts.append("".join(buf))
-            buf = []
-        else:
-            buf.append(ch)
-        i += 1
-    if quoted:
+    if text.count('"') % 2:
         raise ChangeParseError(f"unterminated quote in change string {text!r}")
-    parts.append("".join(buf))
-    return parts
+    return split_outside_quotes(text, ",")
 
 
 def _unquote_name(value: str) -> str:

@@ -11,6 +11,7 @@ from sqlalchemy import and_, delete, exists, insert, literal, not_, or_, select
 
 from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.backends import Backend
+from ducklake_cli.catalog.queries import as_bool
 
 if TYPE_CHECKING:
     from sqlalchemy import ColumnElement, Connection
@@ -78,9 +79,7 @@ class ScheduledRow:
 
 
 def _bool(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "t")
-    return bool(value)
+    return bool(as_bool(value))
 
 
 def _chunks(ids: Sequence[int]) -> Iterable[list[int]]:

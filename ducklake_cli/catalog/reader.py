@@ -25,37 +25,15 @@ from ducklake_cli.catalog.models import (
     TableInfo,
     ViewInfo,
 )
+from ducklake_cli.catalog.names import split_qualified
 from ducklake_cli.catalog.queries import ColumnStatsSummary as ColumnStatsSummary  # re-exported for ops/inspect
 from ducklake_cli.catalog.queries import FileQueries, as_bool, visible
 from ducklake_cli.errors import NotADuckLakeError, NotFoundError, UnsupportedVersionError
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection
+    from sqlalchemy import Connection, Row, Table
 
 SUPPORTED_VERSIONS = {"1.0"}
-
-
-def split_qualified(name: str) -> list[str]:
-    """`a."b.c"."d""e"` → `[a, b.c, d"e]`: dots split parts except inside double quotes (`""` is a quote)."""
-    parts: list[str] = []
-    current: list[str] = []
-    i, quoted = 0, False
-    while i < len(name):
-        ch = name[i]
-        if ch == '"':
-            if quoted and name[i + 1:i + 2] == '"':
-                current.append('"')
-                i += 1
-            else:
-                quoted = not quoted
-        elif ch == "." and not quoted:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-        i += 1
-    parts.append("".join(current))
-    return parts
 
 
 class MetadataReader(FileQueries):
@@ -264,14 +242,19 @@ class MetadataReader(FileQueries):
                 out[r.table_id].append(InlinedTable(r.table_name, r.schema_version))
         return out
 
+    def _spec_rows(self, info: Table, keys: Table, id_name: str, key_name: str, snapshot_id: int,
+                   table_ids: list[int], *columns: Any) -> Sequence[Row[Any]]:
+        """`(table_id, key index, *columns)` of the spec (`info` row visible at S) of each table, in key order."""
+        on = and_(keys.c[id_name] == info.c[id_name], keys.c.table_id == info.c.table_id)
+        return self.conn.execute(
+            select(info.c.table_id, keys.c[key_name], *columns).select_from(info.join(keys, on))
+            .where(visible(info, snapshot_id), info.c.table_id.in_(table_ids))
+            .order_by(info.c.table_id, keys.c[key_name])).all()
+
     def _partitions(self, snapshot_id: int, table_ids: list[int]) -> dict[int, PartitionSpec]:
         pi, pc = s.partition_info_t, s.partition_column_t
-        rows = self.conn.execute(
-            select(pi.c.table_id, pi.c.partition_id, pc.c.partition_key_index, pc.c.column_id, pc.c.transform)
-            .select_from(pi.join(pc, and_(pc.c.partition_id == pi.c.partition_id, pc.c.table_id == pi.c.table_id)))
-            .where(visible(pi, snapshot_id), pi.c.table_id.in_(table_ids))
-            .order_by(pi.c.table_id, pc.c.partition_key_index)
-        ).all()
+        rows = self._spec_rows(pi, pc, "partition_id", "partition_key_index", snapshot_id, table_ids,
+                               pi.c.partition_id, pc.c.column_id, pc.c.transform)
         fields: dict[int, list[PartitionField]] = defaultdict(list)
         pid: dict[int, int] = {}
         for r in rows:
@@ -281,12 +264,8 @@ class MetadataReader(FileQueries):
 
     def _sort_keys(self, snapshot_id: int, table_ids: list[int]) -> dict[int, list[SortKey]]:
         si, se = s.sort_info_t, s.sort_expression_t
-        rows = self.conn.execute(
-            select(si.c.table_id, se.c.sort_key_index, se.c.expression, se.c.sort_direction, se.c.null_order)
-            .select_from(si.join(se, and_(se.c.sort_id == si.c.sort_id, se.c.table_id == si.c.table_id)))
-            .where(visible(si, snapshot_id), si.c.table_id.in_(table_ids))
-            .order_by(si.c.table_id, se.c.sort_key_index)
-        ).all()
+        rows = self._spec_rows(si, se, "sort_id", "sort_key_index", snapshot_id, table_ids,
+                               se.c.expression, se.c.sort_direction, se.c.null_order)
         out: dict[int, list[SortKey]] = defaultdict(list)
         for r in rows:
             out[r.table_id].append(SortKey(r.sort_key_index, r.expression, r.sort_direction, r.null_order))

@@ -128,41 +128,51 @@ def unsafe_reason(path: str, root: str, protected: Iterable[str] = ()) -> str | 
     return None
 
 
-def file_sizes(
-    paths: Sequence[str], storage_options: Mapping[str, Any] | None = None, *, workers: int = WORKERS
-) -> dict[str, int | None]:
-    """Size of each file, None when it does not exist (stat calls in parallel)."""
+def _each_path(paths: Sequence[str], storage_options: Mapping[str, Any] | None, workers: int,
+               action: Callable[[AbstractFileSystem, str], R]) -> dict[str, R | None]:
+    """`action(fs, path)` for every path in parallel; None for a path whose file does not exist."""
     if not paths:
         return {}
     fs = filesystem(paths[0], storage_options)
 
-    def size(p: str) -> int | None:
+    def run(p: str) -> R | None:
         try:
-            info = fs.info(p)
+            return action(fs, p)
         except FileNotFoundError:
             return None
-        except OSError as exc:
-            raise StorageError(f"cannot stat {p}: {exc}") from exc
-        return None if info.get("type") == "directory" else int(info.get("size") or 0)
 
-    return dict(zip(paths, _parallel(size, list(paths), workers), strict=True))
+    return dict(zip(paths, _parallel(run, list(paths), workers), strict=True))
+
+
+def _size(fs: AbstractFileSystem, p: str) -> int | None:
+    try:
+        info = fs.info(p)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise StorageError(f"cannot stat {p}: {exc}") from exc
+    return None if info.get("type") == "directory" else int(info.get("size") or 0)
+
+
+def _remove(fs: AbstractFileSystem, p: str) -> str | None:
+    try:
+        fs.rm_file(p)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return None
+
+
+def file_sizes(
+    paths: Sequence[str], storage_options: Mapping[str, Any] | None = None, *, workers: int = WORKERS
+) -> dict[str, int | None]:
+    """Size of each file, None when it does not exist (stat calls in parallel)."""
+    return _each_path(paths, storage_options, workers, _size)
 
 
 def delete_files(
     paths: Sequence[str], storage_options: Mapping[str, Any] | None = None, *, workers: int = WORKERS
 ) -> dict[str, str | None]:
     """Delete files in parallel: per path None when deleted (or already gone), else the error text."""
-    if not paths:
-        return {}
-    fs = filesystem(paths[0], storage_options)
-
-    def remove(p: str) -> str | None:
-        try:
-            fs.rm_file(p)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return None
-
-    return dict(zip(paths, _parallel(remove, list(paths), workers), strict=True))
+    return _each_path(paths, storage_options, workers, _remove)
