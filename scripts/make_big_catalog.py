@@ -70,7 +70,7 @@ from ducklake_cli.catalog.reader import MetadataReader
 from ducklake_cli.catalog.stats import encode_stat, render_value
 from ducklake_cli.catalog.url import CatalogTarget, parse_catalog
 from ducklake_cli.duckdb_extensions import connect as duckdb_connect
-from ducklake_cli.lake import open_lake
+from ducklake_cli.lake import Lake
 
 COLUMNS_SQL = "id BIGINT, ts TIMESTAMP, v VARCHAR"
 FIELD_IDS = "{id: 1, ts: 2, v: 3}"  # DuckDB gives a new table's columns the ids 1, 2, 3 in order
@@ -480,7 +480,7 @@ def build(options: Options) -> dict[str, Any]:
             prepare_targets(options)
         with _timed(timings, "duckdb_bootstrap_and_copy"):
             bootstrap(options, staging)
-        with open_lake(options.target) as lake, lake.connection(write=True) as conn:
+        with Lake.open(options.target) as lake, lake.connection(write=True) as conn:
             bulk = BulkAppend(conn, lake.backend)
             tables = read_tables(bulk.reader, options)
             with _timed(timings, "check_stats_derivation"):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +11,9 @@ from sqlalchemy import and_, delete, exists, insert, literal, not_, or_, select
 
 from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.backends import Backend
+from ducklake_cli.catalog.paths import file_path, table_dir
 from ducklake_cli.catalog.queries import as_bool
+from ducklake_cli.storage.files import ensure_dir
 
 if TYPE_CHECKING:
     from sqlalchemy import ColumnElement, Connection
@@ -298,3 +300,14 @@ def expire(
             conn.exec_driver_sql(f"DROP TABLE {backend.qualify(name)}")
             removed["inlined tables dropped"] = removed.get("inlined tables dropped", 0) + 1
     return {k: v for k, v in removed.items() if v}
+
+
+def table_dirs(data_path: str, schemas: Mapping[int, DirRow], tables: Mapping[int, DirRow]) -> dict[int, str]:
+    """Directory of every table (dropped ones too): data_path → schema → table, as spec §3.4 resolves it."""
+    return {tid: table_dir(data_path, schemas.get(row.parent_id) if row.parent_id is not None else None, row)
+            for tid, row in tables.items()}
+
+
+def file_location(f: CatalogFile, dirs: Mapping[int, str], data_path: str) -> str:
+    """Full path of a data or delete file row (below the data path when its table's directory is unknown)."""
+    return file_path(dirs.get(f.table_id, ensure_dir(data_path)), f)

@@ -2,28 +2,57 @@
 
 from __future__ import annotations
 
-from ducklake_cli.catalog.models import DataFile, DeleteFile, SchemaInfo, TableInfo
+from typing import Protocol
+
 from ducklake_cli.storage.files import ensure_dir
 
 
-def schema_dir(data_path: str, schema: SchemaInfo) -> str:
+class PathRow(Protocol):
+    """The path fields of a schema, table or file row (spec §3.4)."""
+
+    @property
+    def path(self) -> str | None: ...
+    @property
+    def path_is_relative(self) -> bool: ...
+
+
+def below(base: str, row: PathRow) -> str:
+    """The directory a schema or table row names below `base`: its own path (relative to `base` or absolute), or
+    `base` itself when it has none."""
+    if row.path is None:
+        return ensure_dir(base)
+    return ensure_dir(ensure_dir(base) + row.path if row.path_is_relative else row.path)
+
+
+def schema_dir(data_path: str, schema: PathRow) -> str:
     """Directory of a schema."""
-    if schema.path is None:
-        return ensure_dir(data_path)
-    return ensure_dir(ensure_dir(data_path) + schema.path if schema.path_is_relative else schema.path)
+    return below(data_path, schema)
 
 
-def table_dir(data_path: str, schema: SchemaInfo, table: TableInfo) -> str:
-    """Directory of a table."""
-    base = schema_dir(data_path, schema)
-    if table.path is None:
-        return base
-    return ensure_dir(base + table.path if table.path_is_relative else table.path)
+def table_dir(data_path: str, schema: PathRow | None, table: PathRow) -> str:
+    """Directory of a table (directly below the data path when its schema row is unknown, e.g. dropped)."""
+    return below(schema_dir(data_path, schema) if schema is not None else ensure_dir(data_path), table)
 
 
-def file_path(table_directory: str, f: DataFile | DeleteFile) -> str:
+class FileRow(Protocol):
+    """The path fields of a data or delete file row."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def path_is_relative(self) -> bool: ...
+
+
+def file_path(table_directory: str, f: FileRow) -> str:
     """Full path of a data or delete file."""
     return table_directory + f.path if f.path_is_relative else f.path
+
+
+def relative_to_root(path: str, data_path: str) -> tuple[str, bool]:
+    """A full path as DuckDB stores it in `ducklake_files_scheduled_for_deletion`: relative to the data path
+    when it lies below it, else absolute."""
+    root = ensure_dir(data_path)
+    return (path[len(root):], True) if path.startswith(root) else (path, False)
 
 
 def uuid7() -> str:

@@ -11,15 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ducklake_cli.catalog import maintenance as m
-from ducklake_cli.ops.maintenance import (
-    DEFAULT_DELETE_AGE,
-    FileAction,
-    MaintenanceReport,
-    Plan,
-    file_location,
-    option_threshold,
-    table_dirs,
-)
+from ducklake_cli.catalog.maintenance import file_location, table_dirs
+from ducklake_cli.ops.maintenance import DEFAULT_DELETE_AGE, FileAction, MaintenanceReport, Plan, option_threshold
 from ducklake_cli.storage.files import ensure_dir
 from ducklake_cli.storage.listing import delete_files, file_sizes, list_files, path_key, unsafe_reason
 

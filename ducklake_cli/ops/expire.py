@@ -9,16 +9,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ducklake_cli.catalog import maintenance as m
+from ducklake_cli.catalog.maintenance import file_location, table_dirs
+from ducklake_cli.catalog.paths import relative_to_root
 from ducklake_cli.errors import UsageError
-from ducklake_cli.ops.maintenance import (
-    FileAction,
-    MaintenanceReport,
-    Plan,
-    file_location,
-    option_threshold,
-    relative_to_root,
-    table_dirs,
-)
+from ducklake_cli.ops.maintenance import FileAction, MaintenanceReport, Plan, option_threshold
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection

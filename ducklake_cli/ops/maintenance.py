@@ -14,10 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ducklake_cli.catalog.snapshots import timestamp_or_none
 from ducklake_cli.errors import UsageError
 from ducklake_cli.ops.results import Section
-from ducklake_cli.storage.files import ensure_dir
 
 if TYPE_CHECKING:
-    from ducklake_cli.catalog.maintenance import CatalogFile, DirRow
     from ducklake_cli.lake import Lake
 
 DEFAULT_DELETE_AGE = "2 days"  # DuckDB's fallback when the option delete_older_than is not set
@@ -105,37 +103,6 @@ def option_threshold(lake_option: str | None, *, now: dt.datetime, key: str,
 
 
 # ----- catalog paths ---------------------------------------------------------------------------------------
-
-
-def _join(base: str, path: str | None, relative: bool) -> str:
-    if path is None:
-        return base
-    return ensure_dir(base + path if relative else path)
-
-
-def table_dirs(data_path: str, schemas: Mapping[int, DirRow], tables: Mapping[int, DirRow]) -> dict[int, str]:
-    """Directory of every table (dropped ones too): data_path → schema → table, as spec §3.4 resolves it."""
-    root = ensure_dir(data_path)
-    out: dict[int, str] = {}
-    for tid, row in tables.items():
-        schema = schemas.get(row.parent_id) if row.parent_id is not None else None
-        base = _join(root, schema.path, schema.path_is_relative) if schema else root
-        out[tid] = _join(base, row.path, row.path_is_relative)
-    return out
-
-
-def file_location(f: CatalogFile, dirs: Mapping[int, str], data_path: str) -> str:
-    """Full path of a data or delete file row."""
-    if not f.path_is_relative:
-        return f.path
-    return dirs.get(f.table_id, ensure_dir(data_path)) + f.path
-
-
-def relative_to_root(path: str, data_path: str) -> tuple[str, bool]:
-    """A full path as DuckDB stores it in `ducklake_files_scheduled_for_deletion`: relative to the data path
-    when it lies below it, else absolute."""
-    root = ensure_dir(data_path)
-    return (path[len(root):], True) if path.startswith(root) else (path, False)
 
 
 # ----- the report and the plan protocol ---------------------------------------------------------------------

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import DataFile, NewDataFile, SchemaInfo, TableInfo
 from ducklake_cli.catalog.partitions import hive_key_aliases, hive_value
-from ducklake_cli.catalog.paths import file_path, table_dir
+from ducklake_cli.catalog.paths import file_path, relative_to_root, table_dir
 from ducklake_cli.errors import CommitConflictError, UsageError
-from ducklake_cli.ops.maintenance import FileAction, MaintenanceReport, Plan, relative_to_root
+from ducklake_cli.ops.maintenance import FileAction, MaintenanceReport, Plan
 from ducklake_cli.ops.tables import MaintenanceContext, file_spec, maintenance_context, parse_size, pick_tables
 
 if TYPE_CHECKING:
