@@ -1,1 +1,2 @@
-"""The DuckLake metadata layer: the only place with SQL."""
+"""The DuckLake metadata layer and vocabulary (types, partitions, paths, stats, time travel): the only place with
+SQL."""

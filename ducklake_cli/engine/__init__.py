@@ -1,1 +1,2 @@
-"""The Spark engine: sessions, scans, SQL rewriting and pruning (pyspark imported only inside functions)."""
+"""The engine: Spark execution (sessions, scans, writes, output) over the Spark-free plans of `engine/planning`
+(pyspark imported only inside functions, and only in this package)."""

@@ -1,1 +1,1 @@
-"""Storage: path resolution, fsspec file systems and Parquet footers."""
+"""Storage, the ground floor: fsspec file systems, listing and deleting, Parquet footers, deletion vectors."""
