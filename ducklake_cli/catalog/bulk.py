@@ -93,7 +93,7 @@ class BulkAppend:
             row = self.conn.execute(select(ts).where(ts.c.table_id == table.table_id)).first()
             appended = self._tables[table.table_id] = _Appended(table, row)
         tx = _Staged(self, when)
-        write = TableWrite(tx, appended.table, _stats_row=_RowIds(appended.next_row_id), _read=True, leaf_stats=[])
+        write = TableWrite.with_stats(tx, appended.table, _RowIds(appended.next_row_id))
         add(write)
         if not write.wrote_file and write.records:
             tx.file_id()  # DuckDB advances next_file_id for inline-only commits (spec §4), as TableWrite.finish does
@@ -119,6 +119,6 @@ class BulkAppend:
         self.pending.clear()
         tx = Transaction(self.conn, self.backend, self.latest)  # runs the stats statements; commits no snapshot
         for a in self._tables.values():
-            TableWrite(tx, a.table, _stats_row=a.stats_row, _read=True, records=a.records, file_bytes=a.file_bytes,
-                       leaf_stats=a.leaf_stats, wrote_file=True).finish()
+            TableWrite.with_stats(tx, a.table, a.stats_row, records=a.records, file_bytes=a.file_bytes,
+                                  leaf_stats=a.leaf_stats, wrote_file=True).finish()
         self._tables.clear()

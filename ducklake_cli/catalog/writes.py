@@ -123,6 +123,12 @@ class TableWrite:
     leaf_stats: list[LeafStats] | None = None
     wrote_file: bool = False
 
+    @classmethod
+    def with_stats(cls, tx: Transaction, table: TableInfo, stats_row: Any, **counters: Any) -> TableWrite:
+        """A write whose `ducklake_table_stats` row the caller already holds (read or staged), so it is not read."""
+        counters.setdefault("leaf_stats", [])
+        return cls(tx, table, _stats_row=stats_row, _read=True, **counters)
+
     def _load(self) -> None:
         if not self._read:
             ts = s.table_stats_t
