@@ -26,7 +26,6 @@ from ducklake_cli.catalog.models import (
     ViewInfo,
 )
 from ducklake_cli.catalog.names import split_qualified
-from ducklake_cli.catalog.queries import ColumnStatsSummary as ColumnStatsSummary  # re-exported for ops/inspect
 from ducklake_cli.catalog.queries import FileQueries, as_bool, visible
 from ducklake_cli.errors import NotADuckLakeError, NotFoundError, UnsupportedVersionError
 

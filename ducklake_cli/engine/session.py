@@ -207,7 +207,7 @@ def build_session(
         raise DuckLakeError("--master and --remote cannot be used together")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", _python())
-    from pyspark.sql import DataFrame, SparkSession  # noqa: F401 (the types other layers name)
+    from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(settings.app_name)
     log_conf = Path(__file__).with_name("log4j2.properties")

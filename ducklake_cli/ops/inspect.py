@@ -11,7 +11,7 @@ from ducklake_cli.catalog.changes import ChangeParseError, parse_changes
 from ducklake_cli.catalog.models import ColumnInfo, TableInfo
 from ducklake_cli.catalog.partitions import transform_text
 from ducklake_cli.catalog.paths import file_path, table_dir
-from ducklake_cli.catalog.reader import ColumnStatsSummary
+from ducklake_cli.catalog.queries import ColumnStatsSummary
 from ducklake_cli.catalog.snapshots import LATEST, SnapshotSelector
 from ducklake_cli.catalog.types import FLOAT_TYPES, INT_TYPES
 from ducklake_cli.engine.planning.counts import TableCounts, table_counts

@@ -20,7 +20,7 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
 
 def split_table_name(name: str) -> tuple[str, str]:
     """`schema.table` or `table` (schema main); double-quoted parts may hold dots and `""` quotes."""
-    from ducklake_cli.catalog.reader import split_qualified
+    from ducklake_cli.catalog.names import split_qualified
 
     parts = split_qualified(name.strip())
     if len(parts) == 1 and parts[0]:
