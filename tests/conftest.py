@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.support.spot import Spot
+
+if TYPE_CHECKING:
+    from tests.support.built_lakes import BuiltLakes
 
 pytest_plugins = ["tests.support.services", "tests.support.oracle", "tests.support.spark"]
 
@@ -37,3 +43,12 @@ def spot(request: pytest.FixtureRequest, tmp_path: Path) -> Spot:
         url = request.getfixturevalue("mysql_url")
         return Spot(backend, url, url, data)
     raise ValueError(backend)
+
+
+@pytest.fixture(scope="session")
+def built_lakes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BuiltLakes]:
+    """Scenario lakes built once per test session, shared by the tests that only read them."""
+    from tests.support.built_lakes import BuiltLakes  # late: the plugins it imports are assert-rewritten
+
+    with contextlib.ExitStack() as stack:
+        yield BuiltLakes(tmp_path_factory.mktemp("built-lakes"), stack)

@@ -8,7 +8,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.support.lakes import SCENARIOS, build_lake
+from tests.support.built_lakes import BuiltLakes
+from tests.support.lakes import SCENARIOS
 from tests.support.oracle import EXTENSIONS, attach_clause, extension_dir, oracle_connect
 from tests.support.spot import Spot
 
@@ -65,9 +66,9 @@ def _table_counts(spot: Spot) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-@pytest.mark.parametrize("spot", BACKENDS, indirect=True)
-def test_scenario_builds_and_duckdb_reads_it(spot: Spot, scenario: str) -> None:
-    ids = build_lake(spot.backend, spot.oracle_target, spot.data_path, scenario)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scenario_builds_and_duckdb_reads_it(built_lakes: BuiltLakes, backend: str, scenario: str) -> None:
+    spot, ids = built_lakes.get(backend, scenario)
     # Snapshot 0 (lake creation) plus one per step; run_steps already checked one-per-step.
     assert ids == list(range(len(ids)))
     assert len(ids) >= 4
@@ -79,9 +80,9 @@ def test_scenario_builds_and_duckdb_reads_it(spot: Spot, scenario: str) -> None:
     assert any(n > 0 for n in counts.values())
 
 
-@pytest.mark.parametrize("spot", BACKENDS, indirect=True)
-def test_catalog_example_final_result(spot: Spot) -> None:
-    ids = build_lake(spot.backend, spot.oracle_target, spot.data_path, "catalog_example")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_catalog_example_final_result(built_lakes: BuiltLakes, backend: str) -> None:
+    spot, ids = built_lakes.get(backend, "catalog_example")
     assert ids == list(range(14))  # snapshot ids [0]..[13] as in catalog-example.txt
     con = oracle_connect()
     try:
