@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import ducklake_cli
+from tests.support.built_lakes import BuiltLakes
 from tests.support.diff import (
     NAN,
     Bool,
@@ -48,7 +49,7 @@ from tests.support.diff import (
     rendered_type_ids,
     spark_table_rows,
 )
-from tests.support.lakes import SCENARIOS, build_lake
+from tests.support.lakes import SCENARIOS
 from tests.support.oracle import oracle_connect
 from tests.support.spot import Spot
 
@@ -113,17 +114,17 @@ def compare_lake(
 
 @pytest.mark.spark
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-@pytest.mark.parametrize("spot", BACKENDS, indirect=True)
-def test_table_matches_duckdb(spot: Spot, scenario: str, spark: SparkSession) -> None:
-    ids = build_lake(spot.backend, spot.oracle_target, spot.data_path, scenario)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_table_matches_duckdb(built_lakes: BuiltLakes, backend: str, scenario: str, spark: SparkSession) -> None:
+    spot, ids = built_lakes.get(backend, scenario)
     compare_lake(spot, spark, scenario, snapshots_to_check(spot.backend, scenario, ids))
 
 
 @pytest.mark.spark
 @pytest.mark.parametrize("scenario", ROWID_SCENARIOS)
-@pytest.mark.parametrize("spot", BACKENDS, indirect=True)
-def test_rowid_matches_duckdb(spot: Spot, scenario: str, spark: SparkSession) -> None:
-    ids = build_lake(spot.backend, spot.oracle_target, spot.data_path, scenario)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rowid_matches_duckdb(built_lakes: BuiltLakes, backend: str, scenario: str, spark: SparkSession) -> None:
+    spot, ids = built_lakes.get(backend, scenario)
     every = os.environ.get("DUCKLAKE_DIFF_ALL_SNAPSHOTS") == "1" or (
         spot.backend == "sqlite" and scenario in ROWID_HISTORY)
     snapshots = ids if every else ids[-1:]
