@@ -87,3 +87,7 @@ class SparkServerError(DuckLakeError):
 
 class TableExistsError(DuckLakeError):
     """`--mode create` on a table that exists."""
+
+
+class ChangeParseError(ValueError):
+    """A `changes_made` string DuckDB would reject (a ValueError: callers treat it as unreadable history)."""

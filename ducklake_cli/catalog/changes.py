@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ducklake_cli.catalog.names import split_outside_quotes
+from ducklake_cli.errors import ChangeParseError
 
 # Token → key of DuckDB's `ducklake_snapshots().changes` map, in the order DuckDB writes tokens.
 CHANGE_KEYS: dict[str, str] = {
@@ -30,10 +31,6 @@ CHANGE_KEYS: dict[str, str] = {
     "compacted_table": "merge_adjacent",
     "rewrite_delete": "rewrite_delete",
 }
-
-
-class ChangeParseError(ValueError):
-    """A change string DuckDB would reject."""
 
 
 def _split(text: str) -> list[str]:

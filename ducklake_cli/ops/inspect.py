@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from ducklake_cli.catalog.changes import ChangeParseError, parse_changes
+from ducklake_cli.catalog.changes import parse_changes
 from ducklake_cli.catalog.models import ColumnInfo, TableInfo
 from ducklake_cli.catalog.partitions import transform_text
 from ducklake_cli.catalog.paths import file_path, table_dir
@@ -15,6 +15,7 @@ from ducklake_cli.catalog.queries import ColumnStatsSummary
 from ducklake_cli.catalog.snapshots import LATEST, SnapshotSelector
 from ducklake_cli.catalog.types import FLOAT_TYPES, INT_TYPES
 from ducklake_cli.engine.planning.counts import TableCounts, table_counts
+from ducklake_cli.errors import ChangeParseError
 from ducklake_cli.lake import Lake
 from ducklake_cli.ops.results import Section, jsonable
 

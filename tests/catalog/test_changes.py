@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ducklake_cli.catalog.changes import ChangeParseError, format_changes, parse_changes, quote_name
+from ducklake_cli.catalog.changes import format_changes, parse_changes, quote_name
+from ducklake_cli.errors import ChangeParseError
 
 
 def test_parse_like_ducklake_snapshots() -> None:

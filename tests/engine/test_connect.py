@@ -1,7 +1,7 @@
 """Spark Connect (`ducklake spark start|stop|status`, `--remote`, `$DUCKLAKE_REMOTE`) and the query differential
 on a standalone master + worker and through Spark Connect.
 
-The differential runs `compare_lake` (tests/engine/test_query_differential.py) in one worker process per Spark
+The differential runs `compare_lake` (tests/support/diff.py) in one worker process per Spark
 deployment (tests/support/diff_worker.py): a process holds either an embedded/cluster session or a Connect one.
 """
 

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-import ducklake_cli
 from tests.support.built_lakes import BuiltLakes
 from tests.support.diff import (
     NAN,
@@ -42,8 +41,7 @@ from tests.support.diff import (
     TableRows,
     assert_same_multiset,
     assert_same_table,
-    describe_error,
-    duckdb_lake_rows,
+    compare_lake,
     duckdb_table_rows,
     multiset_diff,
     rendered_type_ids,
@@ -51,7 +49,6 @@ from tests.support.diff import (
 )
 from tests.support.lakes import SCENARIOS
 from tests.support.oracle import oracle_connect
-from tests.support.spot import Spot
 
 if TYPE_CHECKING:
     import duckdb
@@ -69,7 +66,6 @@ FULL_HISTORY_EVERYWHERE = frozenset({"inlined", "inlined_updates", "flush_inline
 ROWID_SCENARIOS = ["updates", "merge_adjacent", "flush_inlined", "rewrite_files", "inlined_updates", "add_files",
                    "deletion_vectors"]
 ROWID_HISTORY = frozenset({"updates", "merge_adjacent", "flush_inlined", "rewrite_files"})
-MAX_REPORTED = 8
 
 
 def snapshots_to_check(backend: str, scenario: str, ids: list[int]) -> list[int]:
@@ -79,33 +75,6 @@ def snapshots_to_check(backend: str, scenario: str, ids: list[int]) -> list[int]
     if backend == "sqlite" and scenario in HISTORY_SCENARIOS:
         return ids
     return ids[-LAST_SNAPSHOTS:]
-
-
-def compare_lake(
-    spot: Spot, spark: SparkSession, scenario: str, snapshots: list[int], *, with_rowid: bool = False
-) -> None:
-    """Compare every table at every given snapshot; fail once with all differences found."""
-    expected = duckdb_lake_rows(spot, snapshots, with_rowid=with_rowid)  # oracle closed again before we open
-    failures: list[str] = []
-    compared = 0
-    with ducklake_cli.connect(spot.catalog, read_only=True) as lake:
-        for sid in snapshots:
-            for name, want in expected[sid].items():
-                context = f"[{spot.backend}] {scenario}: {name} @ snapshot {sid}" + (" +rowid" if with_rowid else "")
-                compared += 1
-                try:
-                    df = lake.table(name, snapshot=sid, spark=spark, with_rowid=with_rowid)
-                    assert_same_table(want, spark_table_rows(df), context)
-                except AssertionError as exc:
-                    failures.append(str(exc))
-                except Exception as exc:  # report every table, not just the first that raises
-                    failures.append(f"{context}: {describe_error(exc)}")
-    assert compared, f"{scenario}: DuckDB shows no table at snapshots {snapshots}"
-    if failures:
-        shown = "\n\n".join(failures[:MAX_REPORTED])
-        more = f"\n\n… and {len(failures) - MAX_REPORTED} more" if len(failures) > MAX_REPORTED else ""
-        pytest.fail(f"{len(failures)} of {compared} (table, snapshot) reads differ from DuckDB:\n\n{shown}{more}",
-                    pytrace=False)
 
 
 # --------------------------------------------------------------------------------------------------

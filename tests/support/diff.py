@@ -30,11 +30,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import duckdb
+import pytest
 
+import ducklake_cli
 from tests.support.oracle import oracle_connect
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import DataType
 
     from tests.support.spot import Spot
@@ -436,3 +438,33 @@ __all__ = [
     "spark_table_rows",
     "tables_at",
 ]
+
+
+MAX_REPORTED = 8  # differences shown in one failure
+
+
+def compare_lake(
+    spot: Spot, spark: SparkSession, scenario: str, snapshots: list[int], *, with_rowid: bool = False
+) -> None:
+    """Compare every table at every given snapshot; fail once with all differences found."""
+    expected = duckdb_lake_rows(spot, snapshots, with_rowid=with_rowid)  # oracle closed again before we open
+    failures: list[str] = []
+    compared = 0
+    with ducklake_cli.connect(spot.catalog, read_only=True) as lake:
+        for sid in snapshots:
+            for name, want in expected[sid].items():
+                context = f"[{spot.backend}] {scenario}: {name} @ snapshot {sid}" + (" +rowid" if with_rowid else "")
+                compared += 1
+                try:
+                    df = lake.table(name, snapshot=sid, spark=spark, with_rowid=with_rowid)
+                    assert_same_table(want, spark_table_rows(df), context)
+                except AssertionError as exc:
+                    failures.append(str(exc))
+                except Exception as exc:  # report every table, not just the first that raises
+                    failures.append(f"{context}: {describe_error(exc)}")
+    assert compared, f"{scenario}: DuckDB shows no table at snapshots {snapshots}"
+    if failures:
+        shown = "\n\n".join(failures[:MAX_REPORTED])
+        more = f"\n\n… and {len(failures) - MAX_REPORTED} more" if len(failures) > MAX_REPORTED else ""
+        pytest.fail(f"{len(failures)} of {compared} (table, snapshot) reads differ from DuckDB:\n\n{shown}{more}",
+                    pytrace=False)

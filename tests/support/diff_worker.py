@@ -16,7 +16,7 @@ from pathlib import Path
 def main(argv: list[str]) -> int:
     """Compare every case; report failures by scenario."""
     from ducklake_cli.engine.session import SparkSettings, build_session
-    from tests.engine.test_query_differential import compare_lake
+    from tests.support.diff import compare_lake
     from tests.support.spot import Spot
 
     spec = json.loads(argv[0])

@@ -40,7 +40,6 @@ from ducklake_cli.catalog.partitions import (
     exact_int,
     float32,
     hash_bytes,
-    murmur3_32,  # noqa: F401  (re-exported: tests/engine/test_prune.py imports it from here)
 )
 from ducklake_cli.catalog.types import DECIMAL_TYPE, FLOAT_TYPES, INT_TYPES, SIGNED_INT_TYPES, UNSIGNED_INT_TYPES
 from ducklake_cli.engine.planning.predicates import Predicate

@@ -22,9 +22,10 @@ import pytest
 import ducklake_cli
 from ducklake_cli.catalog.inlined import stored_type as duckdb_type
 from ducklake_cli.catalog.models import ColumnInfo, PartitionField
+from ducklake_cli.catalog.partitions import murmur3_32
 from ducklake_cli.catalog.paths import file_path, table_dir
 from ducklake_cli.engine.planning.predicates import Op, Predicate
-from ducklake_cli.engine.planning.prune import Candidate, FileStats, keep_file, murmur3_32, prune
+from ducklake_cli.engine.planning.prune import Candidate, FileStats, keep_file, prune
 from tests.support.lakes import build_lake
 from tests.support.oracle import attach_clause, oracle_connect, sql_str
 
