@@ -9,12 +9,12 @@ import psycopg
 import pymysql
 import pytest
 
+from tests.support.oracle import postgres_dsn
 from tests.support.services import (
     S3Target,
     mysql_connect_args,
     mysql_database,
     pg_database,
-    pg_dsn_kv,
     require_env,
     s3_prefix,
 )
@@ -34,7 +34,7 @@ def test_pg_url_is_a_fresh_writable_database(pg_url: str) -> None:
 
 @pytest.mark.postgres
 def test_pg_dsn_kv_connects(pg_url: str) -> None:
-    dsn = pg_dsn_kv(pg_url)
+    dsn = postgres_dsn(pg_url)
     db = urlsplit(pg_url).path.lstrip("/")
     assert dsn == f"dbname={db} host=127.0.0.1 port={urlsplit(pg_url).port} user=lake password=lake"
     with psycopg.connect(dsn) as con:  # libpq parses the same syntax DuckDB's postgres extension does
@@ -42,8 +42,8 @@ def test_pg_dsn_kv_connects(pg_url: str) -> None:
 
 
 def test_pg_dsn_kv_quotes_awkward_values() -> None:
-    assert pg_dsn_kv("postgresql://u%20x:p%27w@h:5/d") == r"dbname=d host=h port=5 user='u x' password='p\'w'"
-    assert pg_dsn_kv("postgresql+psycopg://u:@h/d") == "dbname=d host=h user=u password=''"
+    assert postgres_dsn("postgresql://u%20x:p%27w@h:5/d") == r"dbname=d host=h port=5 user='u x' password='p\'w'"
+    assert postgres_dsn("postgresql+psycopg://u:@h/d") == "dbname=d host=h user=u password=''"
 
 
 @pytest.mark.mysql
