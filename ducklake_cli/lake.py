@@ -64,6 +64,7 @@ class Lake:
         self.storage_options: dict[str, Any] = dict(storage_options or {})
         self.read_only = read_only
         self._engine: Engine | None = None
+        self._data_path: str | None = None
 
     def __repr__(self) -> str:
         return f"Lake({self.target.display()})"
@@ -135,7 +136,17 @@ class Lake:
         with self.connection() as conn:
             reader = LakeReader(conn, self.backend, self.data_path_override)
             reader.metadata()
+            self._data_path = reader.data_path
             yield reader
+
+    @property
+    def data_path(self) -> str:
+        """The root data path as the last reader resolved it (opening the lake resolves it first)."""
+        if self._data_path is None:
+            with self.reader():
+                pass
+        assert self._data_path is not None
+        return self._data_path
 
     def commit(self, build: Callable[[Transaction], None], *, author: str | None = None,
                message: str | None = None) -> int | None:

@@ -97,9 +97,8 @@ def open_lake(resolved: Resolved, *, read_only: bool = True, spark_settings: Spa
     if spark_settings is not None and not spark_settings.remote and spark_settings.data_path is None:
         import dataclasses
 
-        # Spark's classpath depends on where the data lives (s3a jars for an s3:// lake): read it once, here.
-        with lake.reader() as reader:
-            lake.spark_settings = dataclasses.replace(spark_settings, data_path=reader.data_path)
+        # Spark's classpath depends on where the data lives (s3a jars for an s3:// lake): opening the lake read it.
+        lake.spark_settings = dataclasses.replace(spark_settings, data_path=lake.data_path)
         if not read_only:  # this command writes data files through Spark: fail now, not after the JVM started
             check_datawritable(lake.spark_settings.data_path or "")
     return lake
