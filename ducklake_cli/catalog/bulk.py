@@ -119,6 +119,7 @@ class BulkAppend:
         self.pending.clear()
         tx = Transaction(self.conn, self.backend, self.latest)  # runs the stats statements; commits no snapshot
         for a in self._tables.values():
-            TableWrite.with_stats(tx, a.table, a.stats_row, records=a.records, file_bytes=a.file_bytes,
+            TableWrite.with_stats(tx, a.table, a.stats_row, records=a.records, new_row_ids=a.records,
+                                  file_bytes=a.file_bytes,
                                   leaf_stats=a.leaf_stats, wrote_file=True).finish()
         self._tables.clear()

@@ -118,7 +118,8 @@ class TableWrite:
     table: TableInfo
     _stats_row: Any = None
     _read: bool = False
-    records: int = 0
+    records: int = 0  # added to ducklake_table_stats.record_count
+    new_row_ids: int = 0  # added to next_row_id (files written by an UPDATE advance it too, as DuckDB's do)
     file_bytes: int = 0
     leaf_stats: list[LeafStats] | None = None
     wrote_file: bool = False
@@ -141,7 +142,7 @@ class TableWrite:
         """The first row id not yet used by the table (this snapshot's additions included)."""
         self._load()
         base = int(self._stats_row.next_row_id or 0) if self._stats_row is not None else 0
-        return base + self.records
+        return base + self.new_row_ids
 
     def add_files(self, files: Sequence[NewDataFile], *, lineage: tuple[int, int | None] | None = None,
                   partition_id: int | None = None, change: str = "inserted_into_table") -> list[int]:
@@ -173,6 +174,7 @@ class TableWrite:
                     for i, v in enumerate(f.partition_values)])
             if lineage is None:
                 self.records += f.record_count
+                self.new_row_ids += f.record_count
                 self.file_bytes += f.file_size_bytes
                 assert self.leaf_stats is not None
                 self.leaf_stats.extend(f.stats)
@@ -181,17 +183,19 @@ class TableWrite:
             tx.change(change, t.table_id)
         return ids
 
-    def add_inlined(self, values: Sequence[Sequence[tuple[str | None, Any]]], stats: Sequence[LeafStats]) -> None:
+    def add_inlined(self, values: Sequence[Sequence[tuple[str | None, Any]]], stats: Sequence[LeafStats],
+                    row_ids: Sequence[int] | None = None) -> None:
         """Insert rows into the table's newest inlined-data table, creating one if needed (spec §4).
 
-        `values[row][column]` is `(DuckDB text, raw value)` for each top-level column.
+        `values[row][column]` is `(DuckDB text, raw value)` for each top-level column. New rows get new row ids;
+        updated rows keep theirs (`row_ids`).
         """
         tx, t, b = self.tx, self.table, self.tx.backend
         inlined = self._current_inlined_table()
         names = [b.quote(n) for n in tx.reader.inlined_column_names(inlined.table_name, t.columns)]
-        first_row = self.next_row_id
+        ids = list(row_ids) if row_ids is not None else [self.next_row_id + i for i in range(len(values))]
         for i, row in enumerate(values):
-            exprs, params = [], {"r": first_row + i, "b": tx.snapshot_id}
+            exprs, params = [], {"r": ids[i], "b": tx.snapshot_id}
             for j, (c, (txt, raw)) in enumerate(zip(t.columns, row, strict=True)):
                 expr, value = b.inlined_value(c.type, txt, raw)
                 exprs.append(expr.replace(":v", f":v{j}"))
@@ -201,6 +205,8 @@ class TableWrite:
                             f"(:r, :b, NULL{''.join(', ' + e for e in exprs)})", params)
         self._load()
         self.records += len(values)
+        if row_ids is None:
+            self.new_row_ids += len(values)
         assert self.leaf_stats is not None
         self.leaf_stats.extend(stats)
         if values:
@@ -329,18 +335,6 @@ def end_data_files(tx: Transaction, table_id: int, data_file_ids: Sequence[int])
     return int(tx.execute(update(df).where(and_(df.c.table_id == table_id, df.c.data_file_id.in_(ids),
                                                 df.c.end_snapshot.is_(None))).values(end_snapshot=tx.snapshot_id))
                .rowcount)
-
-
-def add_delete_file(tx: Transaction, table_id: int, data_file_id: int, *, path: str, count: int, size: int,
-                    footer: int, begin_snapshot: int, partial_max: int | None) -> int:
-    """Register a delete file (path relative to the table directory)."""
-    fid = tx.file_id()
-    tx.insert(s.delete_file_t, [{
-        "delete_file_id": fid, "table_id": table_id, "begin_snapshot": begin_snapshot, "end_snapshot": None,
-        "data_file_id": data_file_id, "path": path, "path_is_relative": True, "format": "parquet",
-        "delete_count": count, "file_size_bytes": size, "footer_size": footer, "encryption_key": None,
-        "partial_max": partial_max}])
-    return fid
 
 
 def add_table_file_bytes(tx: Transaction, table_id: int, added: int) -> None:

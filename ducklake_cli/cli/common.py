@@ -35,6 +35,10 @@ MetadataSchemaOpt = Annotated[
                  show_default=False),
 ]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
+MessageOpt = Annotated[str | None, typer.Option("--message", "-m", help="Commit message stored with the snapshot.",
+                                                show_default=False)]
+AuthorOpt = Annotated[str | None, typer.Option("--author", help="Author stored with the snapshot.",
+                                               show_default=False)]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")]
 SnapshotOpt = Annotated[
     int | None, typer.Option("--snapshot", help="Look at this snapshot id instead of the latest.", show_default=False)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ducklake_cli.cli.common import (
     AsOfOpt,
+    AuthorOpt,
     ConfOpt,
     DataPathOpt,
     DebugOpt,
     FormatOpt,
     MasterOpt,
+    MessageOpt,
     MetadataSchemaOpt,
     OptionalCatalogArg,
     RemoteOpt,
@@ -20,8 +23,10 @@ from ducklake_cli.cli.common import (
     shift_catalog,
     time_travel,
 )
-from ducklake_cli.cli.render import MAX_TABLE_ROWS, OutputFormat, message, render, render_stream
+from ducklake_cli.cli.render import MAX_TABLE_ROWS, OutputFormat, render, render_stream
+from ducklake_cli.cli.render import message as notice
 from ducklake_cli.cli.runner import SparkFlags, lake_command
+from ducklake_cli.errors import InputError, UsageError
 
 
 def query(
@@ -39,6 +44,13 @@ def query(
                                               show_default=False)] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show the files each table scan keeps and prunes, and "
                                                             "Spark's plan, instead of running the query.")] = False,
+    file: Annotated[Path | None, typer.Option("--file", help="Run the change statements of a SQL script, in order, "
+                                                             "as one transaction: one snapshot, or nothing.",
+                                              show_default=False)] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="For changes: count the rows they would delete, update "
+                                                            "and insert, and commit nothing.")] = False,
+    message: MessageOpt = None,
+    author: AuthorOpt = None,
     master: MasterOpt = None,
     remote: RemoteOpt = None,
     conf: ConfOpt = None,
@@ -47,7 +59,8 @@ def query(
     fmt: FormatOpt = OutputFormat.table,
     debug: DebugOpt = False,
 ) -> None:
-    """Run Spark SQL over a lake's tables, at the latest or any earlier snapshot.
+    """Run Spark SQL over a lake's tables, at the latest or any earlier snapshot; or change them with DELETE,
+    UPDATE, MERGE INTO, INSERT [OVERWRITE] or CREATE TABLE … AS, committed as one snapshot.
 
     Examples:
 
@@ -56,8 +69,39 @@ def query(
       ducklake query lake.sqlite "SELECT * FROM main.trips VERSION AS OF 3 LIMIT 5"
 
       ducklake query prod "SELECT * FROM events WHERE day = DATE '2026-01-31'" --output day.parquet
+
+      ducklake query lake.sqlite "DELETE FROM trips WHERE city = 'Gent'" --dry-run
+
+      ducklake query lake.sqlite "MERGE INTO dim t USING updates u ON t.id = u.id
+      WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+
+      ducklake query lake.sqlite --file nightly-fixes.sql -m "nightly fixes"
     """
-    catalog, sql = shift_catalog(catalog, sql, "SQL")
+    if file is not None:
+        if sql is not None and catalog is not None:
+            raise UsageError("give the SQL as an argument or with --file, not both")
+        catalog = catalog if catalog is not None else sql
+        sql = None
+    else:
+        catalog, sql = shift_catalog(catalog, sql, "SQL")
+    from ducklake_cli.engine.planning.dml_plan import is_change, split_script
+
+    statements = [sql] if sql is not None and is_change(sql) else None
+    if file is not None:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"--file {file}: {exc.strerror or exc}") from None
+        statements = split_script(text)
+    if statements is not None:
+        _change(catalog, statements, snapshot=snapshot, as_of=as_of, output=output, limit=limit, explain=explain,
+                dry_run=dry_run, message=message, author=author, flags=SparkFlags(master, remote, conf, debug),
+                data_path=data_path, metadata_schema=metadata_schema, fmt=fmt)
+        return
+    if dry_run or message or author:
+        raise UsageError("--dry-run, --message and --author apply to change statements (DELETE, UPDATE, MERGE, "
+                         "INSERT, CREATE TABLE AS)")
+    assert sql is not None
     at = time_travel(snapshot, as_of)
     from ducklake_cli.ops.query import run_query
 
@@ -72,5 +116,24 @@ def query(
         else:
             render(result, fmt)
         if result.truncated and not machine:
-            message(f"showing first {len(result.rows):,} of {result.row_count:,} rows; "
+            notice(f"showing first {len(result.rows):,} of {result.row_count:,} rows; "
                     "use --format csv|json or --output FILE for all")
+
+
+def _change(catalog: str | None, statements: list[str], *, snapshot: int | None, as_of: str | None,
+            output: str | None, limit: int | None, explain: bool, dry_run: bool, message: str | None,
+            author: str | None, flags: SparkFlags, data_path: str | None, metadata_schema: str | None,
+            fmt: OutputFormat) -> None:
+    if snapshot is not None or as_of is not None:
+        raise UsageError("--snapshot and --as-of apply to queries; a change reads its sources at the latest "
+                         "snapshot unless they say VERSION AS OF / TIMESTAMP AS OF")
+    if output is not None or limit is not None or explain:
+        raise UsageError("--output, --limit and --explain apply to queries, not to change statements")
+    from ducklake_cli.engine.progress import spark_progress
+    from ducklake_cli.ops.dml import run_change
+
+    with lake_command(catalog, data_path=data_path, metadata_schema=metadata_schema, read_only=False,
+                      spark=flags) as lake:
+        with spark_progress():
+            result = run_change(lake, statements, dry_run=dry_run, message=message, author=author)
+        render(result, fmt)

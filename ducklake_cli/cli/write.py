@@ -9,11 +9,13 @@ import typer
 
 from ducklake_cli.cli.common import (
     AsOfOpt,
+    AuthorOpt,
     ConfOpt,
     DataPathOpt,
     DebugOpt,
     FormatOpt,
     MasterOpt,
+    MessageOpt,
     MetadataSchemaOpt,
     OptionalCatalogArg,
     RemoteOpt,
@@ -50,10 +52,8 @@ def write(
     partition_by: Annotated[list[str] | None, typer.Option(
         "--partition-by", help="Partition key when the table is created: COLUMN, year|month|day|hour(COLUMN) or "
                                "bucket(N, COLUMN) (repeatable, in key order).", show_default=False)] = None,
-    message: Annotated[str | None, typer.Option("--message", "-m", help="Commit message stored with the snapshot.",
-                                                show_default=False)] = None,
-    author: Annotated[str | None, typer.Option("--author", help="Author stored with the snapshot.",
-                                               show_default=False)] = None,
+    message: MessageOpt = None,
+    author: AuthorOpt = None,
     no_inline: Annotated[bool, typer.Option("--no-inline", help="Always write Parquet, even for a few rows "
                                                                 "(default: up to data_inlining_row_limit rows, "
                                                                 "10, go into the catalog like DuckDB).")] = False,

@@ -162,7 +162,7 @@ def data_stats(table: pa.Table, leaves: Sequence[Leaf]) -> tuple[LeafStats, ...]
 
 # ----- one open Parquet file -----------------------------------------------------------------------------------
 
-class _Sink:
+class CountingSink:
     """A write-only stream that counts bytes and keeps the last 8 (footer length + magic)."""
 
     def __init__(self, raw: Any) -> None:
@@ -224,7 +224,7 @@ class _OpenFile:
         self.spec = spec
         self.rel_path = rel_path
         self.key_values = key_values
-        self.sink: _Sink | None = None
+        self.sink: CountingSink | None = None
         self.writer: Any = None
         self.no_stats: set[int] = set()  # leaves written without footer statistics
         self.pending: list[pa.RecordBatch] = []
@@ -240,7 +240,7 @@ class _OpenFile:
         fs = filesystem(full, spec.storage_options)
         if split_protocol(full)[0] in ("", "file"):
             fs.makedirs(full.rsplit("/", 1)[0], exist_ok=True)
-        self.sink = _Sink(fs.open(full, "wb"))
+        self.sink = CountingSink(fs.open(full, "wb"))
         stats: bool | list[str] = True
         if self.no_stats:
             paths = parquet_paths(spec.schema, spec.leaves)
@@ -551,32 +551,3 @@ def write_batches(batches: Iterator[pa.RecordBatch], spec: FileSpec) -> Iterator
         done.extend(f.close())
     if done:
         yield pa.RecordBatch.from_arrays([pa.array([file_to_json(d) for d in done], pa.string())], ["file"])
-
-
-def write_delete_file(table_dir: str, data_file: str, positions: Sequence[int], snapshots: Sequence[int],
-                      storage_options: dict[str, Any]) -> tuple[str, int, int]:
-    """A partial (3-column) delete file for one data file (spec §3.7): `(path relative to table_dir, size,
-    footer size)`. `positions` are sorted row positions, `snapshots` the snapshot each was deleted in."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from ducklake_cli.catalog.paths import uuid7
-    from ducklake_cli.catalog.types import DELETE_FILE_PATH_ID, DELETE_POS_ID, SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID
-
-    def fid(n: int) -> dict[bytes, bytes]:
-        return {b"PARQUET:field_id": str(n).encode()}
-
-    schema = pa.schema([pa.field("file_path", pa.string(), metadata=fid(DELETE_FILE_PATH_ID)),
-                        pa.field("pos", pa.int64(), metadata=fid(DELETE_POS_ID)),
-                        pa.field(SNAPSHOT_ID_COLUMN, pa.int64(), metadata=fid(SNAPSHOT_ID_FIELD_ID))])
-    table = pa.table([pa.array([data_file] * len(positions), pa.string()), pa.array(positions, pa.int64()),
-                      pa.array(snapshots, pa.int64())], schema=schema)
-    rel = f"ducklake-{uuid7()}-delete.parquet"
-    full = table_dir + rel
-    fs = filesystem(full, storage_options)
-    if split_protocol(full)[0] in ("", "file"):
-        fs.makedirs(table_dir.rstrip("/"), exist_ok=True)
-    with fs.open(full, "wb") as raw:
-        sink = _Sink(raw)
-        pq.write_table(table, sink, compression="snappy")
-    return rel, sink.size, int.from_bytes(sink.tail[:4], "little")

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from pyspark.sql.types import DataType
 
 ROWID = "rowid"
+# `with_location` columns: each row's data file id and position (NULL for inlined rows) and its row id.
+FILE_ID = "__ducklake_file_id"
+POSITION = "__ducklake_pos"
+ROW_ID = "__ducklake_rowid"
 _URI_PATH_CHARS = frozenset(string.ascii_letters + string.digits + "-_.!~*'()" + ":@&=+$," + ";/")
 
 
@@ -206,8 +210,8 @@ def _local_frame(spark: SparkSession, schema: Any, rows: Sequence[tuple[Any, ...
     return spark.createDataFrame(table, schema)
 
 
-def _deletes(spark: SparkSession, plan: ScanPlan) -> DataFrame | None:
-    """(data file id, position) of every row deleted at the snapshot."""
+def _deletes(spark: SparkSession, plan: ScanPlan, extra: DataFrame | None) -> DataFrame | None:
+    """(data file id, position) of every row deleted at the snapshot, plus `extra` (a script's own deletes)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -238,6 +242,8 @@ def _deletes(spark: SparkSession, plan: ScanPlan) -> DataFrame | None:
     if local:
         parts.append(_local_frame(spark, T.StructType([T.StructField("__file_id", T.LongType()),
                                                        T.StructField("__pos", T.LongType())]), local))
+    if extra is not None:
+        parts.append(extra.select(F.col(FILE_ID).alias("__file_id"), F.col(POSITION).alias("__pos")))
     if not parts:
         return None
     out = parts[0]
@@ -267,12 +273,17 @@ def conform(value: Column, old: ColumnInfo, new: ColumnInfo) -> Column:
     return value.cast(spark_type(new))
 
 
-def _inlined(spark: SparkSession, plan: ScanPlan) -> list[DataFrame]:
+def _inlined(spark: SparkSession, plan: ScanPlan, gone: frozenset[int]) -> list[DataFrame]:
     from pyspark.sql import functions as F
 
     out = []
     for src in plan.inlined:
-        df = spark.createDataFrame(src.rows)
+        rows = src.rows
+        if gone:
+            import pyarrow.compute as pc
+
+            rows = rows.filter(pc.invert(pc.is_in(rows.column("row_id"), value_set=_arrow_ids(gone))))
+        df = spark.createDataFrame(rows)
         prior = {c.column_id: c for c in src.columns}
         out.append(df.select(
             *[conform(F.col(f"c{c.column_id}"), prior[c.column_id], c).alias(_col_name(c.column_id))
@@ -281,6 +292,13 @@ def _inlined(spark: SparkSession, plan: ScanPlan) -> list[DataFrame]:
             F.col("row_id").cast("bigint").alias("__rowid"),
         ))
     return out
+
+
+def _arrow_ids(ids: frozenset[int]) -> Any:
+    """Row ids as an Arrow int64 array."""
+    import pyarrow as pa
+
+    return pa.array(sorted(ids), pa.int64())
 
 
 def _has_struct(col: ColumnInfo) -> bool:
@@ -296,11 +314,15 @@ def _keep_nested_field_ids(spark: SparkSession) -> None:
         spark.conf.set(key, "false")
 
 
-def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_lineage: bool = False) -> DataFrame:
+def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_lineage: bool = False,
+         with_location: bool = False, extra_deletes: DataFrame | None = None,
+         gone_inlined: frozenset[int] = frozenset()) -> DataFrame:
     """The table's rows at the plan's snapshot, columns named as the table has them (plus `rowid` if asked).
 
     `with_lineage` (files only, for rewrites) adds each row's id and the snapshot that inserted it as
-    `_ducklake_internal_row_id` and `_ducklake_internal_snapshot_id`, the columns rewritten files embed."""
+    `_ducklake_internal_row_id` and `_ducklake_internal_snapshot_id`, the columns rewritten files embed.
+    `with_location` (row-level changes) adds `FILE_ID`, `POSITION` and `ROW_ID`; `extra_deletes` (`FILE_ID`,
+    `POSITION`) and `gone_inlined` (row ids) hide rows a script deleted before committing."""
     from pyspark.sql import functions as F
 
     columns = plan.columns
@@ -315,9 +337,9 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_
             by_mapping.setdefault(f.mapping_id, []).append(f)
 
     missing = {cid for m in plan.missing_columns.values() for cid in m}
-    deletes = _deletes(spark, plan) if plan.files else None
+    deletes = _deletes(spark, plan, extra_deletes) if plan.files else None
     snap_filter = any(f.needs_snapshot_filter for f in plan.files)
-    keyed = with_rowid or with_lineage or snap_filter or bool(missing) or deletes is not None
+    keyed = with_rowid or with_lineage or with_location or snap_filter or bool(missing) or deletes is not None
     fallback = any(needs_fallback(c) for c in columns)
     if plain and not keyed and not by_mapping and not plan.inlined and not fallback:
         return _read_direct(spark, plain, columns)
@@ -367,15 +389,22 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_
             rowid = F.coalesce(F.col(ROW_ID_COLUMN), F.col("__row_id_start") + F.col("__pos"))
             lineage = [rowid.alias(ROW_ID_COLUMN), F.coalesce(F.col(SNAPSHOT_ID_COLUMN), F.col("__begin"))
                        .alias(SNAPSHOT_ID_COLUMN)] if with_lineage else []
-            parts.append(data.select(*selects, rowid.alias("__rowid"), *lineage))
+            location = [F.col("__file_id").alias(FILE_ID), F.col("__pos").alias(POSITION)] if with_location else []
+            parts.append(data.select(*selects, rowid.alias("__rowid"), *lineage, *location))
     if not with_lineage:
-        parts.extend(_inlined(spark, plan))
+        inlined = _inlined(spark, plan, gone_inlined)
+        if with_location:
+            inlined = [p.select("*", F.lit(None).cast("bigint").alias(FILE_ID), F.lit(None).cast("bigint")
+                                .alias(POSITION)) for p in inlined]
+        parts.extend(inlined)
 
     if not parts:
         from pyspark.sql import types as T
 
         empty_schema = T.StructType([spark_field(c) for c in columns])
         result = spark.createDataFrame([], empty_schema)
+        if with_location:
+            return result.select("*", *[F.lit(None).cast("bigint").alias(n) for n in (FILE_ID, POSITION, ROW_ID)])
         return result.withColumn(ROWID, F.lit(None).cast("bigint")) if with_rowid else result
     result = parts[0]
     for p in parts[1:]:
@@ -385,4 +414,6 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_
         out.append(F.col("__rowid").alias(ROWID))
     if with_lineage:
         out += [F.col(ROW_ID_COLUMN), F.col(SNAPSHOT_ID_COLUMN)]
+    if with_location:
+        out += [F.col(FILE_ID), F.col(POSITION), F.col("__rowid").alias(ROW_ID)]
     return result.select(*out)

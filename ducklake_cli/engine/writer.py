@@ -191,6 +191,20 @@ def write_files(df: DataFrame, spec: FileSpec, *, single_file: bool = False) -> 
     return [file_from_json(r[0]) for r in out.collect()]
 
 
+def read_row_ids(paths: Sequence[str], storage_options: Mapping[str, Any]) -> list[int]:
+    """The embedded row ids of just-written (small) files of updated rows, in file order."""
+    import pyarrow.parquet as pq
+
+    from ducklake_cli.catalog.types import ROW_ID_COLUMN
+    from ducklake_cli.storage.files import filesystem
+
+    out: list[int] = []
+    for path in paths:
+        with filesystem(path, dict(storage_options)).open(path, "rb") as fh:
+            out += pq.read_table(fh, columns=[ROW_ID_COLUMN]).column(0).to_pylist()
+    return out
+
+
 def read_back(paths: Sequence[str], columns: Sequence[ColumnInfo], storage_options: Mapping[str, Any]) -> pa.Table:
     """The rows of just-written (small) files in the Arrow types `arrow_field` gives the columns, to inline them.
     Files DuckDB wrote (`DUCKDB_WRITTEN` types) are read back by DuckDB, since pyarrow reads INTERVAL as bytes."""

@@ -124,13 +124,9 @@ class FlushPlan(Plan):
 
     def _commit(self, tx: Transaction, *, table_id: int, batches: Sequence[InlinedBatch],
                 written: Sequence[_Flushed], lake: Lake) -> None:
-        from ducklake_cli.catalog.writes import (
-            TableWrite,
-            add_delete_file,
-            add_table_file_bytes,
-            delete_inlined_rows,
-        )
-        from ducklake_cli.engine.parquet_files import write_delete_file
+        from ducklake_cli.catalog.deletes import add_delete_file
+        from ducklake_cli.catalog.writes import TableWrite, add_table_file_bytes, delete_inlined_rows
+        from ducklake_cli.engine.delete_files import write_delete_file
 
         if tx.latest.snapshot_id != self.ctx.base_snapshot:
             other = tx.changes_since(self.ctx.base_snapshot)

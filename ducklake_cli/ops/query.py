@@ -37,12 +37,14 @@ def table_dataframe(
     return scan(spark or lake.spark(), plan, with_rowid=with_rowid)
 
 
-def plan_sql(lake: Lake, reader: LakeReader, query: str, *, snapshot: Snapshot) -> SqlPlan:
-    """Resolve every table and view a statement reads, from metadata alone (Spark runs it later)."""
+def plan_sql(lake: Lake, reader: LakeReader, query: str, *, snapshot: Snapshot,
+             bound: frozenset[str] = frozenset()) -> SqlPlan:
+    """Resolve every table and view a statement reads, from metadata alone (Spark runs it later); `bound` names
+    temp views the caller registers itself."""
     from ducklake_cli.engine.planning import sql_plan
 
     return sql_plan.plan_sql(reader, query, snapshot=snapshot, data_path=reader.data_path,
-                             storage_options=lake.storage_options)
+                             storage_options=lake.storage_options, bound=bound)
 
 
 def _plan(lake: Lake, query: str, at: SnapshotSelector) -> SqlPlan:

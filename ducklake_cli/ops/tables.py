@@ -43,9 +43,10 @@ def parse_size(text: str) -> int:
 
 def file_spec(lake: Lake, meta: LakeMetadata, *, table_dir: str, columns: Sequence[ColumnInfo],
               keys: tuple[PartitionKey, ...] = (), table_id: int | None = None, schema_id: int | None = None,
-              lineage: bool = False, subdir: str = "") -> FileSpec:
+              lineage: bool = False, row_ids: bool = False, subdir: str = "") -> FileSpec:
     """How executors write a table's files: Arrow schema with field ids, partition keys and the catalog's Parquet
-    options (table scope first). `lineage` adds the embedded row-id and snapshot-id columns of rewritten files."""
+    options (table scope first). `lineage` adds the embedded row-id and snapshot-id columns of rewritten files,
+    `row_ids` only the row-id column (files of updated rows, as DuckDB writes them)."""
     import pyarrow as pa
 
     from ducklake_cli.engine.parquet_files import FileSpec
@@ -55,7 +56,8 @@ def file_spec(lake: Lake, meta: LakeMetadata, *, table_dir: str, columns: Sequen
         return meta.option(key, table_id=table_id, schema_id=schema_id)
 
     level = opt("parquet_compression_level")
-    fields = [arrow_field(c) for c in columns] + (lineage_fields() if lineage else [])
+    fields = [arrow_field(c) for c in columns] + (lineage_fields() if lineage else lineage_fields()[:1] if row_ids
+                                                  else [])
     return FileSpec(
         table_dir=table_dir, schema=pa.schema(fields), leaves=leaves(columns),
         not_null=tuple(c.name for c in columns if not c.nulls_allowed), keys=keys,

@@ -20,6 +20,7 @@ from ducklake_cli.storage.files import ensure_dir
 if TYPE_CHECKING:
 
     from ducklake_cli.catalog.transaction import Transaction
+    from ducklake_cli.engine.session import DataFrame
     from ducklake_cli.lake import Lake
 
 MODES = ("append", "overwrite", "create")
@@ -113,16 +114,26 @@ def _has_type(col: ColumnInfo, types: frozenset[str]) -> bool:
     return col.type in types or any(_has_type(c, types) for c in col.children)
 
 
-def _inline_limit(target: _Target, inline: bool, columns: Sequence[ColumnInfo], lake: Lake) -> int:
+def inline_limit(lake: Lake, meta: LakeMetadata, columns: Sequence[ColumnInfo], *, table_id: int | None,
+                 schema_id: int | None) -> int:
+    """How many rows a write (or a statement's deletions from one file) may keep in the catalog (spec §4)."""
     from ducklake_cli.catalog.writes import RESERVED_INLINE_NAMES
 
-    if not inline or not lake.backend.transactional_ddl:  # inlined tables need DDL inside the commit
+    if not lake.backend.transactional_ddl:  # inlined tables need DDL inside the commit
         return 0
     if any(c.name.lower() in RESERVED_INLINE_NAMES for c in columns):
         return 0
     if any(_has_type(c, _NEVER_INLINED) for c in columns):  # DuckDB: never GEOMETRY, VARIANT only in .ducklake files
         return 0
-    return int(_option(target.meta, "data_inlining_row_limit", target) or DEFAULT_INLINE_LIMIT)
+    return int(meta.option("data_inlining_row_limit", table_id=table_id, schema_id=schema_id)
+               or DEFAULT_INLINE_LIMIT)
+
+
+def _inline_limit(target: _Target, inline: bool, columns: Sequence[ColumnInfo], lake: Lake) -> int:
+    if not inline:
+        return 0
+    return inline_limit(lake, target.meta, columns, table_id=target.existing.table_id if target.existing else None,
+                        schema_id=target.schema.schema_id if target.schema else None)
 
 
 def _read_back(lake: Lake, target: _Target, files: Sequence[NewDataFile], columns: Sequence[ColumnInfo]) -> Any:
@@ -158,13 +169,15 @@ def run_write(
     at: SnapshotSelector = LATEST,
     schema: str | None = None,
     on_error: str = "fail",
+    frame: DataFrame | None = None,
 ) -> WriteResult:
     """Write files (`-`: standard input) or a query's rows (at snapshot `at`) into `table` and commit exactly one
     snapshot.
-    `schema`: `--schema "col TYPE, …"` for CSV/JSON into a new table; `on_error`: `fail` or `skip` (CSV rows)."""
+    `schema`: `--schema "col TYPE, …"` for CSV/JSON into a new table; `on_error`: `fail` or `skip` (CSV rows);
+    `frame`: a DataFrame on the lake's Spark session instead (columns by name)."""
     if mode not in MODES:
         raise UsageError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
-    if bool(source) == bool(query):
+    if sum(map(bool, (source, query, frame is not None))) != 1:
         raise UsageError("give exactly one of --from and --query")
     if input_format and input_format not in INPUT_FORMATS:
         raise UsageError(f"--input-format must be parquet, csv, json or orc, not {input_format!r}")
@@ -190,6 +203,8 @@ def run_write(
             ingest = read_input(spark, list(source), input_format, options or {}, table=known, schema=schema,
                                 on_error=on_error, storage_options=lake.storage_options)
             df, parsed, skipped = ingest.df, ingest.columns, ingest.skipped
+        elif frame is not None:
+            df, parsed = frame, None
         else:
             df, parsed = sql_dataframe(lake, query or "", at=at), None
         if target.existing is not None:

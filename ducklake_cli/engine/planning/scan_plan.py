@@ -24,6 +24,7 @@ class DeleteSource:
     path: str
     format: str
     partial: bool
+    begin_snapshot: int = 0
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def plan_scan(
             needs_snapshot_filter=f.partial_max is not None and f.partial_max > snapshot_id,
             mapping_id=f.mapping_id,
             delete=DeleteSource(d.delete_file_id, file_path(tdir, d), d.format or "parquet",
-                                d.partial_max is not None) if d else None,
+                                d.partial_max is not None, d.begin_snapshot) if d else None,
             inlined_deletes=tuple(sorted(inlined_deletes.get(f.data_file_id, ()))),
         ))
     _refuse_encrypted(table, [f for f in files if f.data_file_id in kept], deletes.values())

@@ -47,13 +47,13 @@ def _ref_snapshot(reader: MetadataReader, ref: TableRef, default: Snapshot) -> i
 
 
 def plan_sql(reader: MetadataReader, query: str, *, snapshot: Snapshot, data_path: str,
-             storage_options: Mapping[str, Any]) -> SqlPlan:
+             storage_options: Mapping[str, Any], bound: frozenset[str] = frozenset()) -> SqlPlan:
     """Resolve every table and view a statement reads, at `snapshot` unless a table says `VERSION`/`TIMESTAMP AS
-    OF`; a plain `count(*)` of one table is answered from metadata."""
+    OF`; a plain `count(*)` of one table is answered from metadata. `bound`: temp views the caller registers."""
     from ducklake_cli.engine.planning.sql_rewrite import parse_query
 
-    parsed = parse_query(query)
-    if (count_ref := parsed.plain_count()) is not None:
+    parsed = parse_query(query, bound=bound)
+    if not bound and (count_ref := parsed.plain_count()) is not None:
         sid = _ref_snapshot(reader, count_ref, snapshot)
         table = reader.find_table(sid, count_ref.qualified)
         counts = table_counts(reader, snapshot_id=sid, data_path=data_path, tables=[table],

@@ -64,11 +64,12 @@ class ParsedQuery:
 
     sql: str
     tree: exp.Expr
+    bound: frozenset[str] = frozenset()  # names of temp views the caller registers itself (not lake tables)
 
     def table_refs(self) -> list[TableRef]:
         """Distinct lake tables read (by `key`), in order of appearance; CTEs, functions and subqueries excluded."""
         seen: dict[tuple[str, str, int | None, str | None], TableRef] = {}
-        for ref in map(_ref, _table_nodes(self.tree)):
+        for ref in map(_ref, _table_nodes(self.tree, self.bound)):
             seen.setdefault(ref.key, ref)
         return list(seen.values())
 
@@ -77,7 +78,7 @@ class ParsedQuery:
         by_key = {ref.key: name for ref, name in views.items()}
         tree = self.tree.copy()
         bare: dict[tuple[str, str], exp.Identifier] = {}  # written name of an unaliased table -> its new name
-        for node in list(_table_nodes(tree)):
+        for node in list(_table_nodes(tree, self.bound)):
             ref = _ref(node)
             if ref.key not in by_key:
                 raise ValueError(f"no temp view given for table {ref.qualified}")
@@ -102,7 +103,7 @@ class ParsedQuery:
     def predicates_for(self, ref: TableRef) -> list[Predicate]:
         """Filters that hold for every row any reading of `ref` keeps; the caller ignores unknown columns."""
         common: list[Predicate] | None = None
-        for node in _table_nodes(self.tree):
+        for node in _table_nodes(self.tree, self.bound):
             if _ref(node).key != ref.key:
                 continue
             found = _predicates(node)
@@ -140,13 +141,14 @@ class ParsedQuery:
         return any(col.name.lower() == "rowid" for col in self.tree.find_all(exp.Column))
 
 
-def parse_query(sql: str) -> ParsedQuery:
-    """Parse one read-only Spark SQL statement; writes, several statements or bad syntax raise `QueryError`."""
+def parse_query(sql: str, *, bound: frozenset[str] = frozenset()) -> ParsedQuery:
+    """Parse one read-only Spark SQL statement; writes, several statements or bad syntax raise `QueryError`.
+    Unqualified names in `bound` are temp views the caller registers, not lake tables."""
     try:
-        with _quiet_sqlglot():
+        with quiet_sqlglot():
             statements = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
     except SqlglotError as exc:
-        raise QueryError(_syntax_message(exc)) from None
+        raise QueryError(syntax_message(exc)) from None
     if len(statements) != 1:
         raise QueryError(f"expected one SQL statement, got {len(statements)}")
     tree = statements[0]
@@ -163,9 +165,9 @@ def parse_query(sql: str) -> ParsedQuery:
         raise QueryError(f"SQL syntax error near {start!r}: expected a SELECT, WITH, VALUES or DESCRIBE query")
     if not isinstance(tree, (exp.Query, exp.Values, exp.Describe)):
         raise QueryError(f"{tree.key.upper()} is not supported; write a SELECT, WITH, VALUES or DESCRIBE query")
-    for node in _table_nodes(tree):
+    for node in _table_nodes(tree, bound):
         _ref(node)  # time-travel clauses are checked once, here
-    return ParsedQuery(sql=sql, tree=tree)
+    return ParsedQuery(sql=sql, tree=tree, bound=bound)
 
 
 def transpile_view(sql: str, *, catalog_name: str = "lake", schema: str = "main", view: str | None = None) -> str:
@@ -175,10 +177,10 @@ def transpile_view(sql: str, *, catalog_name: str = "lake", schema: str = "main"
     """
     fail = f"view {view} cannot be translated to Spark SQL: " if view else "view cannot be translated to Spark SQL: "
     try:
-        with _quiet_sqlglot():
+        with quiet_sqlglot():
             statements = [s for s in sqlglot.parse(_duckdb_text(sql.replace(_PLACEHOLDER, _LAKE)), read="duckdb") if s]
     except SqlglotError as exc:
-        raise QueryError(fail + _syntax_message(exc)) from None
+        raise QueryError(fail + syntax_message(exc)) from None
     if len(statements) != 1 or not isinstance(tree := statements[0], exp.Query):
         raise QueryError(fail + "not a single SELECT")
     for node in list(_table_nodes(tree)):
@@ -329,9 +331,10 @@ def suggest(name: str, known: Iterable[str]) -> list[str]:
 # -- table references ---------------------------------------------------------------------------------------
 
 
-def _table_nodes(root: exp.Expr) -> Iterator[exp.Table]:
-    """Every `exp.Table` naming a real table, in source order; CTE names are scoped as Spark scopes them."""
-    stack: list[tuple[exp.Expr, frozenset[str]]] = [(root, frozenset())]
+def _table_nodes(root: exp.Expr, bound: frozenset[str] = frozenset()) -> Iterator[exp.Table]:
+    """Every `exp.Table` naming a real table, in source order; CTE names (and `bound` names) are scoped as Spark
+    scopes them."""
+    stack: list[tuple[exp.Expr, frozenset[str]]] = [(root, bound)]
     while stack:
         node, ctes = stack.pop()
         with_ = node.args.get("with_")
@@ -526,7 +529,7 @@ def _cast(value: object, to: exp.DataType) -> object | None:
 # -- errors ---------------------------------------------------------------------------------------------------
 
 
-def _syntax_message(exc: SqlglotError) -> str:
+def syntax_message(exc: SqlglotError) -> str:
     errors = exc.errors if isinstance(exc, ParseError) else []
     if isinstance(exc, TokenError):
         return "SQL syntax error: a quoted string or name is not closed"
@@ -563,7 +566,7 @@ def _one_line(text: str) -> str:
 
 
 @contextmanager
-def _quiet_sqlglot() -> Iterator[None]:
+def quiet_sqlglot() -> Iterator[None]:
     """sqlglot logs a warning when it falls back to `Command`; we raise a clean error instead."""
     log = logging.getLogger("sqlglot")
     log.addFilter(hush := logging.Filter("\0"))  # matches no logger name, so drops every record

@@ -1,0 +1,60 @@
+"""Catalog rows of row-level deletes (spec §4, §5.4 DELETE): inlined file deletions, delete files (new, or
+replacing a file's old one), and ended inlined rows. Every function stages rows on a `Transaction`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import and_, delete
+
+from ducklake_cli.catalog import schema as s
+from ducklake_cli.catalog.transaction import Transaction
+from ducklake_cli.catalog.writes import schedule_for_deletion
+
+
+def add_inlined_file_deletes(tx: Transaction, table_id: int, positions: Sequence[tuple[int, int]]) -> None:
+    """`(data file id, position)` deletions kept in `ducklake_inlined_delete_<table_id>` (created on demand,
+    registered nowhere: readers probe for it)."""
+    if not positions:
+        return
+    name = tx.backend.qualify(s.inlined_delete_table_name(table_id))
+    tx.execute_text(f"CREATE TABLE IF NOT EXISTS {name}(file_id BIGINT, row_id BIGINT, begin_snapshot BIGINT)")
+    tx.execute_text(f"INSERT INTO {name} (file_id, row_id, begin_snapshot) VALUES (:f, :p, :s)",
+                    [{"f": f, "p": p, "s": tx.snapshot_id} for f, p in positions])
+    tx.change("inlined_delete", table_id)
+
+
+def add_delete_file(tx: Transaction, table_id: int, data_file_id: int, *, path: str, count: int, size: int,
+                    footer: int, begin_snapshot: int, partial_max: int | None) -> int:
+    """Register a delete file (path relative to the table directory)."""
+    fid = tx.file_id()
+    tx.insert(s.delete_file_t, [{
+        "delete_file_id": fid, "table_id": table_id, "begin_snapshot": begin_snapshot, "end_snapshot": None,
+        "data_file_id": data_file_id, "path": path, "path_is_relative": True, "format": "parquet",
+        "delete_count": count, "file_size_bytes": size, "footer_size": footer, "encryption_key": None,
+        "partial_max": partial_max}])
+    return fid
+
+
+def drop_delete_file(tx: Transaction, table_id: int, delete_file_id: int, root_path: tuple[str, bool]) -> None:
+    """A delete file superseded by one holding its positions too: its row goes (the new file answers time travel
+    to earlier snapshots from its snapshot column) and the file is scheduled for cleanup (`root_path`: relative
+    to the data path, or absolute)."""
+    dl = s.delete_file_t
+    tx.execute(delete(dl).where(and_(dl.c.table_id == table_id, dl.c.delete_file_id == delete_file_id)))
+    schedule_for_deletion(tx, [(delete_file_id, *root_path)])
+
+
+def end_inlined_rows(tx: Transaction, table_names: Sequence[str], row_ids: Sequence[int]) -> int:
+    """End inlined rows (by row id) in this snapshot; returns how many were live."""
+    ended = 0
+    ids = sorted(set(row_ids))
+    for name in table_names:
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            marks = ", ".join(f":r{j}" for j in range(len(chunk)))
+            params = {f"r{j}": rid for j, rid in enumerate(chunk)} | {"s": tx.snapshot_id}
+            ended += int(tx.execute_text(
+                f"UPDATE {tx.backend.qualify(name)} SET end_snapshot = :s WHERE end_snapshot IS NULL "
+                f"AND begin_snapshot <> :s AND row_id IN ({marks})", params).rowcount)
+    return ended

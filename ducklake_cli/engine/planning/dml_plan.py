@@ -1,0 +1,312 @@
+"""Row-level changes in Spark SQL (DELETE, UPDATE, MERGE INTO, INSERT [OVERWRITE], CREATE TABLE AS), parsed from
+the statement text alone: the target table and the SELECTs that find the affected rows and their new values.
+
+The target is read through a temp view (`TARGET_VIEW`) that carries each row's location (data file id, position,
+row id: `engine/scan.py`, `with_location`); every other table a statement names is planned like a query's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from ducklake_cli.engine.planning.sql_rewrite import quiet_sqlglot, syntax_message
+from ducklake_cli.errors import QueryError
+
+TARGET_VIEW = "__ducklake_target"
+SOURCE_MARK = "__ducklake_src"
+ACTION = "__ducklake_action"
+# The location columns of the target view (engine/scan.py names them the same).
+LOCATION = ("__ducklake_file_id", "__ducklake_pos", "__ducklake_rowid")
+KINDS = ("delete", "update", "merge", "insert", "overwrite", "create")
+
+
+@dataclass(frozen=True)
+class MergeClause:
+    """One `WHEN [NOT] MATCHED [BY SOURCE] [AND cond] THEN …` of a MERGE, in statement order."""
+
+    match: str  # "matched", "not_matched" (by target) or "not_matched_by_source"
+    action: str  # "update", "delete" or "insert"
+    condition: str | None = None
+    assignments: tuple[tuple[str, str], ...] = ()  # update: (column, value); insert: (column, value)
+    star: bool = False  # `UPDATE SET *` / `INSERT *`: every column by name from the source
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A parsed row-level change."""
+
+    kind: str
+    schema: str | None
+    table: str
+    sql: str
+    alias: str | None = None
+    where: str | None = None
+    assignments: tuple[tuple[str, str], ...] = ()  # UPDATE SET column = value
+    source: str | None = None  # MERGE USING (table or subquery, with alias); INSERT/CTAS: the query
+    source_alias: str | None = None
+    on: str | None = None
+    clauses: tuple[MergeClause, ...] = ()
+    columns: tuple[str, ...] = ()  # INSERT column list
+    partition_by: tuple[str, ...] = ()  # CTAS `PARTITIONED BY`, in `--partition-by` form
+    reads: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def qualified(self) -> str:
+        """`schema.table` (schema `main` when unqualified)."""
+        return f"{self.schema or 'main'}.{self.table}"
+
+    @property
+    def target_alias(self) -> str:
+        """The name the target's columns are qualified with in the statement."""
+        return self.alias or self.table
+
+
+def split_script(text: str) -> list[str]:
+    """The statements of a script, each as Spark SQL text (comments dropped)."""
+    try:
+        with quiet_sqlglot():
+            trees = [t for t in sqlglot.parse(text, read="spark") if t is not None]
+    except SqlglotError as exc:
+        raise QueryError(syntax_message(exc)) from None
+    if not trees:
+        raise QueryError("the script has no SQL statements")
+    return [t.sql(dialect="spark") for t in trees]
+
+
+def is_change(sql: str) -> bool:
+    """Whether a statement changes a table (else it is a query)."""
+    head = sql.lstrip().split(None, 2)
+    words = [w.upper() for w in head[:2]]
+    if not words:
+        return False
+    if words[0] in ("DELETE", "UPDATE", "MERGE", "INSERT", "TRUNCATE"):
+        return True
+    return words[0] == "CREATE" and len(words) > 1 and words[1] in ("TABLE", "OR")
+
+
+def _one(sql: str) -> exp.Expr:
+    try:
+        with quiet_sqlglot():
+            trees = [t for t in sqlglot.parse(sql, read="spark") if t is not None]
+    except SqlglotError as exc:
+        raise QueryError(syntax_message(exc)) from None
+    if len(trees) != 1:
+        raise QueryError(f"expected one SQL statement, got {len(trees)}")
+    return trees[0]
+
+
+def _text(node: exp.Expr | None) -> str | None:
+    return None if node is None else node.sql(dialect="spark")
+
+
+def _target(node: exp.Expr, verb: str) -> exp.Table:
+    if isinstance(node, exp.Schema):
+        node = node.this
+    if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
+        raise QueryError(f"{verb} needs a table name")
+    if node.args.get("version") is not None:
+        raise QueryError(f"{verb} changes the latest snapshot; time travel (AS OF) is only for tables it reads")
+    return node
+
+
+def _assignments(items: list[exp.Expr], verb: str) -> tuple[tuple[str, str], ...]:
+    out = []
+    for item in items:
+        if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
+            raise QueryError(f"{verb} SET needs `column = value` items")
+        col = item.this
+        if col.table and len(col.parts) > 2:
+            raise QueryError(f"{verb} SET {col.sql('spark')}: only top-level columns can be assigned")
+        out.append((col.name, _text(item.expression) or "NULL"))
+    return tuple(out)
+
+
+def _partition_item(node: exp.Expr) -> str:
+    if isinstance(node, (exp.Identifier, exp.Column)):
+        return node.name
+    if isinstance(node, exp.PartitionedByBucket):
+        return f"bucket({node.expression.name}, {node.this.name})"
+    col = node.find(exp.Column)
+    name = type(node).__name__.lower()
+    if col is None or name not in ("year", "month", "day", "hour"):
+        raise QueryError(f"PARTITIONED BY {node.sql('spark')} is not a column, year|month|day|hour(col) or "
+                         "bucket(N, col)")
+    return f"{name}({col.name})"
+
+
+def parse_change(sql: str) -> Statement:
+    """Parse one row-level change; anything else raises `QueryError`."""
+    tree = _one(sql)
+    if isinstance(tree, exp.Delete):
+        t = _target(tree.this, "DELETE")
+        if tree.args.get("using"):
+            raise QueryError("DELETE … USING is not supported; use a subquery in WHERE or MERGE")
+        return Statement("delete", t.db or None, t.name, sql, alias=t.alias or None,
+                         where=_text(tree.args["where"].this) if tree.args.get("where") else None)
+    if isinstance(tree, exp.TruncateTable):
+        (t,) = tree.expressions
+        t = _target(t, "TRUNCATE")
+        return Statement("delete", t.db or None, t.name, sql)
+    if isinstance(tree, exp.Update):
+        t = _target(tree.this, "UPDATE")
+        if tree.args.get("from_"):
+            raise QueryError("UPDATE … FROM is not supported; use MERGE INTO")
+        return Statement("update", t.db or None, t.name, sql, alias=t.alias or None,
+                         where=_text(tree.args["where"].this) if tree.args.get("where") else None,
+                         assignments=_assignments(tree.expressions, "UPDATE"))
+    if isinstance(tree, exp.Merge):
+        return _merge(tree, sql)
+    if isinstance(tree, exp.Insert):
+        target = tree.this
+        columns = tuple(i.name for i in target.expressions) if isinstance(target, exp.Schema) else ()
+        t = _target(target, "INSERT")
+        if tree.args.get("partition") or tree.args.get("by_name"):
+            raise QueryError("INSERT … PARTITION/BY NAME is not supported; name the columns instead")
+        query = tree.expression
+        if not isinstance(query, (exp.Query, exp.Values)):
+            raise QueryError("INSERT needs a SELECT or VALUES")
+        return Statement("overwrite" if tree.args.get("overwrite") else "insert", t.db or None, t.name, sql,
+                         source=_text(query), columns=columns)
+    if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE":
+        t = _target(tree.this, "CREATE TABLE")
+        if tree.args.get("replace"):
+            raise QueryError("CREATE OR REPLACE TABLE is not supported; use INSERT OVERWRITE")
+        if not isinstance(tree.expression, (exp.Query, exp.Values)):
+            raise QueryError("CREATE TABLE needs AS SELECT (column definitions come with `ducklake write`)")
+        parts: tuple[str, ...] = ()
+        for prop in (tree.args.get("properties") or exp.Properties(expressions=[])).expressions:
+            if isinstance(prop, exp.PartitionedByProperty):
+                schema = prop.this
+                items = schema.expressions if isinstance(schema, exp.Schema) else [schema]
+                parts = tuple(_partition_item(i) for i in items)
+            elif not isinstance(prop, exp.FileFormatProperty):
+                raise QueryError(f"CREATE TABLE option {prop.sql('spark')} is not supported")
+        return Statement("create", t.db or None, t.name, sql, source=_text(tree.expression), partition_by=parts)
+    raise QueryError(f"{tree.key.upper()} is not a row-level change")
+
+
+def _merge(tree: exp.Merge, sql: str) -> Statement:
+    t = _target(tree.this, "MERGE")
+    using = tree.args.get("using")
+    if isinstance(using, exp.Table):
+        source_alias = using.alias or using.name
+    elif isinstance(using, exp.Subquery):
+        source_alias = using.alias
+        if not source_alias:
+            raise QueryError("MERGE … USING (subquery) needs an alias, e.g. USING (SELECT …) AS s")
+    else:
+        raise QueryError("MERGE needs USING <table> or USING (<subquery>) AS <alias>")
+    clauses = []
+    for when in tree.args["whens"].expressions:
+        matched, by_source = bool(when.args.get("matched")), bool(when.args.get("source"))
+        match = "matched" if matched else "not_matched_by_source" if by_source else "not_matched"
+        then = when.args["then"]
+        cond = _text(when.args.get("condition"))
+        if isinstance(then, exp.Var) and then.name.upper() == "DELETE":
+            if match == "not_matched":
+                raise QueryError("WHEN NOT MATCHED can only INSERT")
+            clauses.append(MergeClause(match, "delete", cond))
+        elif isinstance(then, exp.Update):
+            if match == "not_matched":
+                raise QueryError("WHEN NOT MATCHED can only INSERT")
+            star = len(then.expressions) == 1 and isinstance(then.expressions[0], exp.Star)
+            clauses.append(MergeClause(match, "update", cond, () if star else _assignments(then.expressions,
+                                                                                           "MERGE UPDATE"), star))
+        elif isinstance(then, exp.Insert):
+            if match != "not_matched":
+                raise QueryError("only WHEN NOT MATCHED can INSERT")
+            if isinstance(then.this, exp.Star):
+                clauses.append(MergeClause(match, "insert", cond, star=True))
+                continue
+            cols = [c.name for c in then.this.expressions] if isinstance(then.this, exp.Tuple) else []
+            values = then.expression.expressions if isinstance(then.expression, exp.Tuple) else []
+            if not values or (cols and len(cols) != len(values)):
+                raise QueryError("MERGE INSERT needs (columns) VALUES (values) of the same length, or INSERT *")
+            clauses.append(MergeClause(match, "insert", cond,
+                                       tuple(zip(cols or [""] * len(values), [_text(v) or "NULL" for v in values],
+                                                 strict=True))))
+        else:
+            raise QueryError(f"unsupported MERGE action {then.sql('spark')}")
+    if not clauses:
+        raise QueryError("MERGE needs at least one WHEN clause")
+    return Statement("merge", t.db or None, t.name, sql, alias=t.alias or None, source=_text(using),
+                     source_alias=source_alias, on=_text(tree.args.get("on")), clauses=tuple(clauses))
+
+
+# ----- the SELECTs that find affected rows -----------------------------------------------------------------
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _target_from(st: Statement) -> str:
+    return f"{TARGET_VIEW} AS {_q(st.target_alias)}"
+
+
+def _loc(st: Statement) -> list[str]:
+    a = _q(st.target_alias)
+    return [f"{a}.{n}" for n in LOCATION]
+
+
+def qualify_target(st: Statement, text: str) -> str:
+    """`schema.table.col` references to the target, rewritten to its alias (the target is a temp view)."""
+    if st.alias:
+        return text
+    tree = sqlglot.parse_one(text, read="spark")
+    schema = (st.schema or "main").lower()
+    for col in list(tree.find_all(exp.Column)):
+        if col.table.lower() == st.table.lower() and col.text("db").lower() == schema:
+            col.set("db", None)
+            col.set("catalog", None)
+    return tree.sql(dialect="spark")
+
+
+def delete_select(st: Statement) -> str:
+    """DELETE: the location of every row the WHERE keeps (all rows without WHERE)."""
+    where = f" WHERE {qualify_target(st, st.where)}" if st.where else ""
+    return f"SELECT {', '.join(_loc(st))} FROM {_target_from(st)}{where}"
+
+
+def update_select(st: Statement, columns: list[str]) -> str:
+    """UPDATE: the location and new values (every top-level column, by name) of every row the WHERE keeps."""
+    given = {c.lower(): v for c, v in st.assignments}
+    a = _q(st.target_alias)
+    values = [f"{qualify_target(st, given[c.lower()])} AS {_q(c)}" if c.lower() in given else f"{a}.{_q(c)}"
+              for c in columns]
+    where = f" WHERE {qualify_target(st, st.where)}" if st.where else ""
+    return f"SELECT {', '.join(_loc(st) + values)} FROM {_target_from(st)}{where}"
+
+
+def merge_select(st: Statement, columns: list[str]) -> str:
+    """MERGE: per affected pair, the target row's location, the index of the clause that applies (`ACTION`) and
+    the new values: the first clause whose condition holds wins, as in Spark, Delta and DuckDB."""
+    a, s = _q(st.target_alias), _q(st.source_alias or "")
+    matched = f"{a}.{LOCATION[2]} IS NOT NULL AND {s}.{SOURCE_MARK} IS NOT NULL"
+    kinds = {"matched": matched, "not_matched": f"{a}.{LOCATION[2]} IS NULL",
+             "not_matched_by_source": f"{s}.{SOURCE_MARK} IS NULL"}
+    conds = [f"({kinds[c.match]}){f' AND ({c.condition})' if c.condition else ''}" for c in st.clauses]
+    action = "CASE " + " ".join(f"WHEN {cond} THEN {i}" for i, cond in enumerate(conds)) + " END"
+    values = []
+    for col in columns:
+        arms = []
+        for cond, c in zip(conds, st.clauses, strict=True):
+            given = {k.lower(): v for k, v in c.assignments}
+            if c.action == "update":
+                v = f"{s}.{_q(col)}" if c.star else given.get(col.lower(), f"{a}.{_q(col)}")
+            elif c.action == "insert":
+                v = f"{s}.{_q(col)}" if c.star else given.get(col.lower(), "NULL")
+            else:
+                v = "NULL"
+            arms.append(f"WHEN {cond} THEN {v}")
+        values.append(f"CASE {' '.join(arms)} END AS {_q(col)}")
+    by_source = any(c.match == "not_matched_by_source" for c in st.clauses)
+    inserts = any(c.match == "not_matched" for c in st.clauses)
+    join = "FULL OUTER JOIN" if by_source and inserts else "RIGHT OUTER JOIN" if by_source else \
+        "LEFT OUTER JOIN" if inserts else "JOIN"
+    source = f"(SELECT *, true AS {SOURCE_MARK} FROM {st.source}) AS {s}"
+    return (f"SELECT {', '.join(_loc(st))}, {action} AS {ACTION}, {', '.join(values)} "
+            f"FROM {source} {join} {_target_from(st)} ON {qualify_target(st, st.on or 'true')}")

@@ -1,0 +1,495 @@
+"""Row-level changes: DELETE, UPDATE, MERGE INTO, INSERT [OVERWRITE] and CREATE TABLE AS in Spark SQL, committed as
+one snapshot written the way DuckDB writes it (spec §4, §5.4): deletes per data file (inlined, a new delete file,
+a replacing delete file, or an ended file), updated rows keeping their row ids, small changes inlined.
+
+A script runs its statements in order, each seeing the ones before, and commits them together. Positions of
+deleted rows never reach the driver: Spark executors find them and write the delete files
+(`engine/delete_files.py`); the driver gets one small description per data file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ducklake_cli.engine.planning.dml_plan import (
+    TARGET_VIEW,
+    Statement,
+    delete_select,
+    merge_select,
+    parse_change,
+    update_select,
+)
+from ducklake_cli.errors import CommitConflictError, NotFoundError, QueryError, UsageError
+from ducklake_cli.ops.results import Section
+
+if TYPE_CHECKING:
+    from ducklake_cli.catalog.models import LakeMetadata, NewDataFile, SchemaInfo, TableInfo
+    from ducklake_cli.catalog.transaction import Transaction
+    from ducklake_cli.engine.delete_files import DeleteOutcome
+    from ducklake_cli.engine.planning.scan_plan import ScanPlan
+    from ducklake_cli.engine.session import DataFrame
+    from ducklake_cli.lake import Lake
+
+MAX_RETAGS = 5
+
+
+@dataclass(frozen=True)
+class ChangeResult:
+    """What a change (one statement or a script) did, or would do with `--dry-run`."""
+
+    statements: int
+    tables: tuple[str, ...]
+    snapshot_id: int | None
+    deleted: int
+    updated: int
+    inserted: int
+    data_files: int
+    delete_files: int
+    dry_run: bool = False
+
+    def sections(self) -> list[Section]:
+        """One key/value section for the table renderer."""
+        snap: object = "dry run: nothing committed" if self.dry_run else (
+            "nothing committed" if self.snapshot_id is None else self.snapshot_id)
+        rows = (("tables", ", ".join(self.tables)), ("statements", self.statements), ("snapshot", snap),
+                ("rows deleted", self.deleted), ("rows updated", self.updated), ("rows inserted", self.inserted),
+                ("data files written", self.data_files), ("delete files written", self.delete_files))
+        return [Section("change", ("field", "value"), rows)]
+
+    def to_json(self) -> dict[str, Any]:
+        """Stable JSON (README: `query --format json` of a change)."""
+        return {"tables": list(self.tables), "statements": self.statements, "snapshot_id": self.snapshot_id,
+                "rows_deleted": self.deleted, "rows_updated": self.updated, "rows_inserted": self.inserted,
+                "data_files": self.data_files, "delete_files": self.delete_files, "dry_run": self.dry_run}
+
+
+@dataclass
+class _NewRows:
+    """Rows one statement adds: `update` (keep their row ids, in `ROW_ID`), `insert`, or `merge_insert` (DuckDB
+    never inlines a MERGE's inserts)."""
+
+    kind: str
+    frame: DataFrame
+    statement: int
+
+
+@dataclass
+class _TableState:
+    """A target table as the script has changed it so far (nothing written to the catalog yet)."""
+
+    table: TableInfo
+    schema: SchemaInfo
+    table_dir: str
+    plan: ScanPlan
+    limit: int
+    deletes: list[DataFrame] = field(default_factory=list)  # (FILE_ID, POSITION, STATEMENT) of committed rows
+    gone_inlined: set[int] = field(default_factory=set)  # row ids of committed inlined rows deleted
+    new_rows: list[_NewRows] = field(default_factory=list)
+    cached: list[DataFrame] = field(default_factory=list)
+
+
+@dataclass
+class _Written:
+    """One table's files and outcomes, ready to commit."""
+
+    state: _TableState
+    outcomes: list[DeleteOutcome]
+    files: list[tuple[str, list[NewDataFile]]]  # (kind, files) per new-rows group
+    inlined: list[tuple[str, Any, Any, list[int] | None]]  # (kind, values, stats, row ids)
+    planned_snapshot: int
+
+
+def _deletes_frame(state: _TableState) -> DataFrame | None:
+    if not state.deletes:
+        return None
+    out = state.deletes[0]
+    for d in state.deletes[1:]:
+        out = out.unionByName(d)
+    return out
+
+
+class _Change:
+    """One script (or statement) being applied against the latest snapshot."""
+
+    def __init__(self, lake: Lake, sources: Mapping[str, DataFrame]) -> None:
+        self.lake = lake
+        self.sources = frozenset(n.lower() for n in sources)
+        for name, df in sources.items():
+            df.createOrReplaceTempView(name)
+        with lake.reader() as r:
+            self.base = r.latest_snapshot()
+            self.meta: LakeMetadata = r.metadata()
+            self.data_path = r.data_path
+        self.tables: dict[int, _TableState] = {}
+
+    # ----- planning --------------------------------------------------------------------------------------------
+
+    def state(self, st: Statement) -> _TableState:
+        from ducklake_cli.catalog.paths import table_dir
+        from ducklake_cli.engine.planning.scan_plan import plan_scan
+        from ducklake_cli.ops.write import inline_limit
+
+        with self.lake.reader() as r:
+            sid = self.base.snapshot_id
+            try:
+                table = r.find_table(sid, st.qualified)
+            except NotFoundError:
+                views = {f"{v.schema_name}.{v.name}".lower() for v in r.views(sid)}
+                if st.qualified.lower() in views:
+                    raise UsageError(f"{st.qualified} is a view; {st.kind.upper()} changes tables only") from None
+                raise
+            if table.table_id in self.tables:
+                return self.tables[table.table_id]
+            schemas = r.schemas(sid)
+            schema = next(x for x in schemas if x.schema_id == table.schema_id)
+            plan = plan_scan(r, table=table, snapshot_id=sid, data_path=self.data_path, schemas=schemas,
+                             storage_options=self.lake.storage_options)
+        if self.meta.encrypted:
+            raise UsageError("this lake is encrypted; row-level changes cannot write encrypted files yet")
+        limit = inline_limit(self.lake, self.meta, table.columns, table_id=table.table_id,
+                             schema_id=schema.schema_id)
+        state = _TableState(table, schema, table_dir(self.data_path, schema, table), plan, limit)
+        self.tables[table.table_id] = state
+        return state
+
+    def select(self, sql: str) -> DataFrame:
+        """A generated SELECT over the target view and any lake tables, at the base snapshot."""
+        from ducklake_cli.engine.run_query import frame, register_views
+        from ducklake_cli.ops.query import plan_sql
+
+        with self.lake.reader() as r:
+            plan = plan_sql(self.lake, r, sql, snapshot=self.base, bound=self.sources | {TARGET_VIEW})
+        spark = self.lake.spark()
+        register_views(spark, plan)
+        return frame(spark, plan)
+
+    def apply(self, index: int, st: Statement) -> None:
+        """Find the rows `st` changes and stage its effects (nothing written yet)."""
+        from ducklake_cli.engine import dml
+        from ducklake_cli.engine.scan import ROW_ID
+
+        state = self.state(st)
+        spark = self.lake.spark()
+        pending = dml.pending_frame([(n.frame, n.kind == "update") for n in state.new_rows], state.table.columns)
+        target = dml.target_frame(spark, state.plan, deletes=_deletes_frame(state),
+                                  gone_inlined=frozenset(state.gone_inlined), pending=pending)
+        target.createOrReplaceTempView(TARGET_VIEW)
+        columns = state.table.columns
+        if st.kind == "insert":
+            rows = dml.insert_frame(self.select(st.source or ""), columns, st.columns, st.qualified)
+            state.new_rows.append(_NewRows("insert", dml.conform_values(rows, columns), index))
+            return
+        names = [c.name for c in columns]
+        sql = {"delete": lambda: delete_select(st), "update": lambda: update_select(st, names),
+               "merge": lambda: merge_select(st, names)}[st.kind]()
+        df = self.select(sql)
+        if st.kind != "delete":  # read twice: for the delete files and for the new versions
+            df = df.persist()
+            state.cached.append(df)
+        removed = df
+        if st.kind == "merge":
+            removed, updates, inserts = dml.merge_parts(df, [c.action for c in st.clauses],
+                                                        [i for i, c in enumerate(st.clauses) if c.match == "matched"])
+        if pending is not None and dml.touches_pending(removed):
+            raise QueryError(f"statement {index + 1} changes rows an earlier statement of this script wrote",
+                             hint="run it in a separate command after this script commits")
+        state.deletes.append(dml.location_rows(removed, index))
+        if state.plan.inlined:
+            state.gone_inlined.update(dml.inlined_row_ids(removed))
+        if st.kind == "update":
+            state.new_rows.append(_NewRows("update", dml.conform_values(df, columns, keep=[ROW_ID]), index))
+        elif st.kind == "merge":
+            if any(c.action == "update" for c in st.clauses):
+                state.new_rows.append(_NewRows("update", dml.conform_values(updates, columns, keep=[ROW_ID]), index))
+            if any(c.action == "insert" for c in st.clauses):
+                state.new_rows.append(_NewRows("merge_insert", dml.conform_values(inserts, columns), index))
+
+    # ----- dry run ----------------------------------------------------------------------------------------------
+
+    def counts(self) -> tuple[int, int, int]:
+        """(deleted, updated, inserted) without writing anything."""
+        deleted = updated = inserted = 0
+        for state in self.tables.values():
+            d = _deletes_frame(state)
+            deleted += (d.count() if d is not None else 0) + len(state.gone_inlined)
+            for n in state.new_rows:
+                rows = n.frame.count()
+                if n.kind == "update":
+                    updated += rows
+                else:
+                    inserted += rows
+        return deleted - updated, updated, inserted
+
+    # ----- writing and committing ------------------------------------------------------------------------------
+
+    def write(self, state: _TableState, planned: int) -> _Written:
+        """Write the table's new rows and delete files (the delete files tag new positions with `planned`)."""
+        written = _Written(state, [], [], [], planned)
+        try:
+            self._write_rows(state, written)
+            written.outcomes = self._write_deletes(state, planned)
+        except BaseException:
+            self.remove(written)
+            raise
+        return written
+
+    def _write_rows(self, state: _TableState, written: _Written) -> None:
+        from ducklake_cli.catalog.inlined import encode_inlined
+        from ducklake_cli.engine.parquet_files import data_stats
+        from ducklake_cli.engine.writer import leaves, partition_keys, read_back, read_row_ids, write_files
+        from ducklake_cli.ops.tables import file_spec
+
+        t = state.table
+        part = [(f.column_id, f.transform) for f in t.partition.fields] if t.partition else []
+        for n in state.new_rows:
+            spec = file_spec(self.lake, self.meta, table_dir=state.table_dir, columns=t.columns,
+                             keys=partition_keys(t.columns, part), table_id=t.table_id,
+                             schema_id=state.schema.schema_id, row_ids=n.kind == "update")
+            files = write_files(n.frame, spec)
+            written.files.append((n.kind, files))
+            rows = sum(f.record_count for f in files)
+            if n.kind == "merge_insert" or not 0 < rows <= state.limit:
+                continue
+            paths = [state.table_dir + f.path for f in files]
+            data = read_back(paths, t.columns, self.lake.storage_options)
+            ids = read_row_ids(paths, self.lake.storage_options) if n.kind == "update" else None
+            written.inlined.append((n.kind, encode_inlined(data, t.columns), data_stats(data, leaves(t.columns)),
+                                    ids))
+            written.files[-1] = (n.kind, [])
+            _remove_files(self.lake, state.table_dir, files)
+
+    def _write_deletes(self, state: _TableState, planned: int) -> list[DeleteOutcome]:
+        from ducklake_cli.engine.delete_files import DeleteJob, TargetFile
+        from ducklake_cli.engine.dml import delete_outcomes
+
+        deletes = _deletes_frame(state)
+        if deletes is None:
+            return []
+        files = {f.data_file_id: TargetFile(
+            f.data_file_id, f.path, f.record_count,
+            f.delete.path if f.delete else None, f.delete.format if f.delete else None,
+            f.delete.begin_snapshot if f.delete else 0) for f in state.plan.files}
+        job = DeleteJob(state.table_dir, files, state.limit, planned, dict(self.lake.storage_options))
+        return delete_outcomes(deletes, job)
+
+    def remove(self, written: _Written) -> None:
+        """Delete what `written` put on storage (a failed or superseded attempt)."""
+        for _, files in written.files:
+            _remove_files(self.lake, written.state.table_dir, files)
+        _remove_paths(self.lake, [written.state.table_dir + o.path for o in written.outcomes if o.path])
+
+    def build(self, tx: Transaction, writes: Sequence[_Written]) -> None:
+        """The catalog rows of the whole change (spec §5.4), after the conflict checks of §5.5."""
+        from sqlalchemy import and_, update
+
+        from ducklake_cli.catalog import schema as s
+        from ducklake_cli.catalog.deletes import (
+            add_delete_file,
+            add_inlined_file_deletes,
+            drop_delete_file,
+            end_inlined_rows,
+        )
+        from ducklake_cli.catalog.paths import relative_to_root
+        from ducklake_cli.catalog.writes import TableWrite
+
+        for w in writes:
+            self._check_conflicts(tx, w)
+            if tx.snapshot_id != w.planned_snapshot and any(o.partial_max is not None for o in w.outcomes):
+                raise _Retag(tx.snapshot_id)
+        for w in writes:
+            t = w.state.table
+            tw = TableWrite(tx, t)
+            for _kind, files in w.files:
+                tw.add_files(files)
+            for _kind, values, stats, ids in w.inlined:
+                tw.add_inlined(values, stats, row_ids=ids)
+            add_inlined_file_deletes(tx, t.table_id, [(o.data_file_id, p) for o in w.outcomes if o.kind == "inline"
+                                                       for p in o.positions])
+            ended = [o.data_file_id for o in w.outcomes if o.kind == "end"]
+            if ended:
+                df = s.data_file_t
+                tx.execute(update(df).where(and_(df.c.table_id == t.table_id, df.c.data_file_id.in_(ended),
+                                                 df.c.end_snapshot.is_(None))).values(end_snapshot=tx.snapshot_id))
+                tx.change("deleted_from_table", t.table_id)
+            by_id = {f.data_file_id: f for f in w.state.plan.files}
+            for o in w.outcomes:
+                if o.kind != "file" or o.path is None:
+                    continue
+                old = by_id[o.data_file_id].delete
+                if old is not None:
+                    drop_delete_file(tx, t.table_id, old.delete_file_id, relative_to_root(old.path, self.data_path))
+                add_delete_file(tx, t.table_id, o.data_file_id, path=o.path, count=o.count, size=o.size,
+                                footer=o.footer, begin_snapshot=o.begin_snapshot if old else tx.snapshot_id,
+                                partial_max=o.partial_max)
+                tx.change("deleted_from_table", t.table_id)
+            if w.state.gone_inlined and end_inlined_rows(tx, [i.table_name for i in t.inlined_tables],
+                                                         sorted(w.state.gone_inlined)):
+                tx.change("inlined_delete", t.table_id)
+            tw.finish()
+
+    def _check_conflicts(self, tx: Transaction, w: _Written) -> None:
+        """Spec §5.5 for the change's kinds on this table, against what others committed since the base."""
+        if tx.latest.snapshot_id == self.base.snapshot_id:
+            return
+        other = tx.changes_since(self.base.snapshot_id)
+        tid = str(w.state.table.table_id)
+        name = w.state.table.qualified_name
+        file_deletes = any(o.kind != "inline" for o in w.outcomes)
+        inline_deletes = any(o.kind == "inline" for o in w.outcomes) or bool(w.state.gone_inlined)
+        inserts = bool(w.files and any(f for _, f in w.files)) or bool(w.inlined)
+        blocking = {"tables_dropped", "tables_altered"}
+        if file_deletes:
+            blocking |= {"merge_adjacent", "rewrite_delete", "tables_inserted_into", "inlined_insert",
+                         "flushed_inlined"}
+        if inline_deletes:
+            blocking |= {"inlined_delete", "flushed_inlined", "tables_inserted_into", "inlined_insert"}
+        if inserts:
+            blocking |= {"tables_deleted_from", "inlined_delete"}
+        for key in sorted(blocking):
+            if tid in other.get(key, set()):
+                raise CommitConflictError(f"another writer changed table {name} meanwhile "
+                                          f"({key.replace('_', ' ')})", hint="nothing was changed; run it again")
+        if file_deletes and tid in other.get("tables_deleted_from", set()):
+            self._check_files(tx, w, name)
+
+    def _check_files(self, tx: Transaction, w: _Written, name: str) -> None:
+        """Both deleted from the table: conflict when a data file we delete from got another delete file or ended."""
+        live = {f.data_file_id for f in tx.reader.data_files(tx.latest.snapshot_id, [w.state.table.table_id])}
+        deletes = {d.data_file_id: d.delete_file_id
+                   for d in tx.reader.delete_files(tx.latest.snapshot_id, [w.state.table.table_id])}
+        planned = {f.data_file_id: f.delete.delete_file_id if f.delete else None for f in w.state.plan.files}
+        for o in w.outcomes:
+            if o.kind == "inline":
+                continue
+            if o.data_file_id not in live or deletes.get(o.data_file_id) != planned.get(o.data_file_id):
+                raise CommitConflictError(f"another writer deleted from the same data files of table {name} "
+                                          "meanwhile", hint="nothing was changed; run it again")
+
+    def release(self) -> None:
+        """Drop cached frames."""
+        for state in self.tables.values():
+            for df in state.cached:
+                with contextlib.suppress(Exception):
+                    df.unpersist()
+
+
+class _Retag(Exception):
+    """The commit got another snapshot id than the delete files were tagged with: write them again."""
+
+    def __init__(self, snapshot_id: int) -> None:
+        super().__init__(snapshot_id)
+        self.snapshot_id = snapshot_id
+
+
+def _remove_files(lake: Lake, table_dir: str, files: Sequence[NewDataFile]) -> None:
+    _remove_paths(lake, [table_dir + f.path for f in files])
+
+
+def _remove_paths(lake: Lake, paths: Sequence[str]) -> None:
+    from ducklake_cli.storage.files import filesystem
+
+    for path in paths:
+        with contextlib.suppress(OSError):  # what stays is left for `maintain orphans`
+            filesystem(path, lake.storage_options).rm(path)
+
+
+def parse_script(statements: Sequence[str]) -> list[Statement]:
+    """Parse every statement first, so a bad one fails before any work."""
+    parsed = [parse_change(s) for s in statements]
+    whole = [p for p in parsed if p.kind in ("create", "overwrite")]
+    if whole and len(parsed) > 1:
+        raise UsageError(f"{'CREATE TABLE AS' if whole[0].kind == 'create' else 'INSERT OVERWRITE'} must be the "
+                         "only statement of a script")
+    return parsed
+
+
+def run_change(lake: Lake, statements: Sequence[str], *, dry_run: bool = False, message: str | None = None,
+               author: str | None = None, sources: Mapping[str, DataFrame] | None = None) -> ChangeResult:
+    """Apply the statements in order and commit them as one snapshot (or, with `dry_run`, count what they would
+    change and commit nothing). `sources`: DataFrames the statements may read by these (unqualified) names."""
+    from ducklake_cli.engine.session import spark_errors
+
+    parsed = parse_script(statements)
+    with lake.reader() as r:
+        meta = r.metadata()
+    if (meta.option("require_commit_message") or "false").lower() == "true" and not message and not dry_run:
+        raise UsageError("this lake requires a commit message", hint="pass --message")
+    if parsed[0].kind in ("create", "overwrite"):
+        return _whole_table(lake, parsed[0], dry_run=dry_run, message=message, author=author)
+    change = _Change(lake, sources or {})
+    try:
+        with spark_errors():
+            for i, st in enumerate(parsed):
+                change.apply(i, st)
+            names = tuple(s.table.qualified_name for s in change.tables.values())
+            if dry_run:
+                d, u, n = change.counts()
+                return ChangeResult(len(parsed), names, None, d, u, n, 0, 0, dry_run=True)
+            return _commit(lake, change, len(parsed), names, message=message, author=author)
+    finally:
+        change.release()
+
+
+def _commit(lake: Lake, change: _Change, count: int, names: tuple[str, ...], *, message: str | None,
+            author: str | None) -> ChangeResult:
+    planned = change.base.snapshot_id + 1
+    for _ in range(MAX_RETAGS):
+        writes = [change.write(state, planned) for state in change.tables.values()]
+        try:
+            snapshot_id = lake.commit(functools.partial(change.build, writes=writes), author=author,
+                                      message=message)
+        except _Retag as retag:
+            for w in writes:
+                change.remove(w)
+            planned = retag.snapshot_id
+            continue
+        except BaseException:
+            for w in writes:
+                change.remove(w)
+            raise
+        return _result(count, names, snapshot_id, writes)
+    raise CommitConflictError("other writers kept committing while the delete files were rewritten",
+                              hint="nothing was changed; run it again")
+
+
+def _result(count: int, names: tuple[str, ...], snapshot_id: int | None, writes: Sequence[_Written]) -> ChangeResult:
+    removed = updated = inserted = data_files = delete_files = 0
+    for w in writes:
+        removed += sum(o.deleted for o in w.outcomes) + len(w.state.gone_inlined)
+        delete_files += sum(1 for o in w.outcomes if o.path)
+        for kind, files in w.files:
+            rows = sum(f.record_count for f in files)
+            data_files += len(files)
+            updated, inserted = (updated + rows, inserted) if kind == "update" else (updated, inserted + rows)
+        for kind, values, _stats, _ids in w.inlined:
+            updated, inserted = (updated + len(values), inserted) if kind == "update" else \
+                (updated, inserted + len(values))
+    # Every updated row removed its old version: only the rest were deleted.
+    return ChangeResult(count, names, snapshot_id, removed - updated, updated, inserted, data_files, delete_files)
+
+
+def _whole_table(lake: Lake, st: Statement, *, dry_run: bool, message: str | None,
+                 author: str | None) -> ChangeResult:
+    """CREATE TABLE AS and INSERT OVERWRITE: the write path (`ops/write.py`) with the query's rows."""
+    from ducklake_cli.ops.query import sql_dataframe
+    from ducklake_cli.ops.write import run_write
+
+    df = sql_dataframe(lake, st.source or "")
+    if st.kind == "overwrite":
+        with lake.reader() as r:
+            table = r.find_table(r.latest_snapshot().snapshot_id, st.qualified)
+        if len(df.columns) != len(table.columns):
+            raise QueryError(f"table {st.qualified} has {len(table.columns)} columns but the query gives "
+                             f"{len(df.columns)}")
+        df = df.toDF(*[c.name for c in table.columns])
+    if dry_run:
+        rows = df.count()
+        return ChangeResult(1, (st.qualified,), None, 0, 0, rows, 0, 0, dry_run=True)
+    got = run_write(lake, st.qualified, frame=df, mode="overwrite" if st.kind == "overwrite" else "create",
+                    partition_by=st.partition_by, message=message, author=author)
+    return ChangeResult(1, (got.table,), got.snapshot_id, 0, 0, got.rows, got.files, 0)
+
