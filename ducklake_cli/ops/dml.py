@@ -140,7 +140,7 @@ class _Change:
             except NotFoundError:
                 views = {f"{v.schema_name}.{v.name}".lower() for v in r.views(sid)}
                 if st.qualified.lower() in views:
-                    raise UsageError(f"{st.qualified} is a view; {st.kind.upper()} changes tables only") from None
+                    raise QueryError(f"{st.qualified} is a view; {st.kind.upper()} changes tables only") from None
                 raise
             if table.table_id in self.tables:
                 return self.tables[table.table_id]
