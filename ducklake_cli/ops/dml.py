@@ -84,8 +84,9 @@ class _TableState:
     table: TableInfo
     schema: SchemaInfo
     table_dir: str
-    plan: ScanPlan
+    plan: ScanPlan  # every live file: what deletes are checked against
     limit: int
+    schemas: list[SchemaInfo] = field(default_factory=list)
     deletes: list[DataFrame] = field(default_factory=list)  # (FILE_ID, POSITION, STATEMENT) of committed rows
     gone_inlined: set[int] = field(default_factory=set)  # row ids of committed inlined rows deleted
     new_rows: list[_NewRows] = field(default_factory=list)
@@ -152,9 +153,21 @@ class _Change:
             raise UsageError("this lake is encrypted; row-level changes cannot write encrypted files yet")
         limit = inline_limit(self.lake, self.meta, table.columns, table_id=table.table_id,
                              schema_id=schema.schema_id)
-        state = _TableState(table, schema, table_dir(self.data_path, schema, table), plan, limit)
+        state = _TableState(table, schema, table_dir(self.data_path, schema, table), plan, limit, schemas)
         self.tables[table.table_id] = state
         return state
+
+    def _pruned(self, state: _TableState, st: Statement) -> ScanPlan:
+        """The target's scan for one statement: files its WHERE cannot match are left out."""
+        from ducklake_cli.engine.planning.dml_plan import target_predicates
+        from ducklake_cli.engine.planning.scan_plan import plan_scan
+
+        predicates = target_predicates(st)
+        if not predicates:
+            return state.plan
+        with self.lake.reader() as r:
+            return plan_scan(r, table=state.table, snapshot_id=self.base.snapshot_id, data_path=self.data_path,
+                             schemas=state.schemas, predicates=predicates, storage_options=self.lake.storage_options)
 
     def select(self, sql: str) -> DataFrame:
         """A generated SELECT over the target view and any lake tables, at the base snapshot."""
@@ -175,7 +188,7 @@ class _Change:
         state = self.state(st)
         spark = self.lake.spark()
         pending = dml.pending_frame([(n.frame, n.kind == "update") for n in state.new_rows], state.table.columns)
-        target = dml.target_frame(spark, state.plan, deletes=_deletes_frame(state),
+        target = dml.target_frame(spark, self._pruned(state, st), deletes=_deletes_frame(state),
                                   gone_inlined=frozenset(state.gone_inlined), pending=pending)
         target.createOrReplaceTempView(TARGET_VIEW)
         columns = state.table.columns

@@ -13,7 +13,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from ducklake_cli.engine.planning.sql_rewrite import quiet_sqlglot, syntax_message
+from ducklake_cli.engine.planning.predicates import Predicate
+from ducklake_cli.engine.planning.sql_rewrite import parse_query, quiet_sqlglot, syntax_message
 from ducklake_cli.errors import QueryError
 
 TARGET_VIEW = "__ducklake_target"
@@ -263,6 +264,16 @@ def qualify_target(st: Statement, text: str) -> str:
             col.set("db", None)
             col.set("catalog", None)
     return tree.sql(dialect="spark")
+
+
+def target_predicates(st: Statement) -> list[Predicate]:
+    """Filters of a DELETE's or UPDATE's WHERE on the target's own columns: files that cannot match are not read."""
+    if not st.where or st.kind not in ("delete", "update"):
+        return []
+    probe = parse_query(f"SELECT * FROM {_q(st.schema or 'main')}.{_q(st.table)} AS {_q(st.target_alias)} "
+                        f"WHERE {st.where}")
+    refs = [r for r in probe.table_refs() if r.key[:2] == ((st.schema or "main").lower(), st.table.lower())]
+    return probe.predicates_for(refs[0]) if refs else []
 
 
 def delete_select(st: Statement) -> str:
