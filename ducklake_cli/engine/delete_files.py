@@ -41,7 +41,6 @@ class TargetFile:
     delete_path: str | None = None  # its live delete file (resolved), if any
     delete_format: str | None = None
     delete_begin: int = 0  # that delete file's begin_snapshot: the snapshot of its untagged positions
-    inlined: tuple[tuple[int, int], ...] = ()  # (position, snapshot) of its inlined file deletions
 
 
 @dataclass(frozen=True)
@@ -83,7 +82,8 @@ class DeleteOutcome:
 
 
 def old_positions(f: TargetFile, storage_options: Mapping[str, Any]) -> tuple[list[int], list[int]]:
-    """The file's already-deleted positions and the snapshot each was deleted in, sorted by position."""
+    """The positions in the file's delete file and the snapshot each was deleted in, sorted by position. Inlined
+    file deletions are not among them: DuckDB never moves them into delete files."""
     import pyarrow.parquet as pq
 
     pos: list[int] = []
@@ -104,9 +104,6 @@ def old_positions(f: TargetFile, storage_options: Mapping[str, Any]) -> tuple[li
             s = table.column(ids.index(SNAPSHOT_ID_FIELD_ID)).to_pylist() if SNAPSHOT_ID_FIELD_ID in ids else None
             pos += p
             snaps += s if s is not None else [f.delete_begin] * len(p)
-    for p_, s_ in f.inlined:
-        pos.append(p_)
-        snaps.append(s_)
     order = sorted(range(len(pos)), key=pos.__getitem__)
     return [pos[i] for i in order], [snaps[i] for i in order]
 
