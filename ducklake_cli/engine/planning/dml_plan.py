@@ -67,12 +67,16 @@ class Statement:
 
 
 def split_script(text: str) -> list[str]:
-    """The statements of a script, each as Spark SQL text (comments dropped)."""
+    """The statements of a script, each as Spark SQL text (comments dropped; a `BEGIN`/`COMMIT` around them is
+    what the script means anyway, and `ROLLBACK` is refused)."""
     try:
         with quiet_sqlglot():
             trees = [t for t in sqlglot.parse(text, read="spark") if t is not None]
     except SqlglotError as exc:
         raise QueryError(syntax_message(exc)) from None
+    if any(isinstance(t, exp.Rollback) for t in trees):
+        raise QueryError("the script has a ROLLBACK; a script commits all its statements or none")
+    trees = [t for t in trees if not isinstance(t, (exp.Transaction, exp.Commit, exp.EndStatement))]
     if not trees:
         raise QueryError("the script has no SQL statements")
     return [t.sql(dialect="spark") for t in trees]

@@ -53,6 +53,9 @@ def test_bad_statements_raise_one_line(sql: str, message: str) -> None:
 
 def test_script_splits_statements() -> None:
     assert len(split_script("DELETE FROM t WHERE id = 1;\n-- note\nUPDATE t SET v = 'x';\n")) == 2
+    assert len(split_script("BEGIN;\nDELETE FROM t WHERE id = 1;\nCOMMIT;")) == 1
+    with pytest.raises(QueryError, match="ROLLBACK"):
+        split_script("BEGIN; DELETE FROM t; ROLLBACK;")
 
 
 def test_update_select_keeps_unassigned_columns() -> None:
