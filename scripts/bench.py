@@ -5,6 +5,7 @@
     python scripts/bench.py                    # full run (sf 1, 10M-row write), under 45 minutes
     python scripts/bench.py --sf 0.1 --reps 5  # any scale factor / number of runs per figure
     python scripts/bench.py --report-only bench/results/2026-11-30-full.json   # re-render REPORT.md and the chart
+    python scripts/bench.py --only dml --add-to bench/results/2026-11-30-full.json   # one section into a result
 
 Every figure is the median of `--reps` runs (≥ 3); in each round every engine runs once, in a rotating order, on the
 same data in the same Spark session (`local[2]`), so load from other processes hits all engines alike. Results go
@@ -13,7 +14,8 @@ to `bench/results/<date>-<mode>.json`; `bench/REPORT.md` and `bench/report.png` 
 Engines: **ours** = `Lake.sql(…)` (catalog read, scan planning, temp views, Spark SQL, collect) per run;
 **floor** = the same Spark SQL on temp views over `spark.read.parquet(<the lake's data files>)`, registered once;
 **duckdb** = DuckDB 1.5.5 + ducklake on the same catalog; **ddf** = `ducklake_pyspark.read_ducklake` (PyPI
-ducklake-dataframe) per run, then the same Spark SQL.
+ducklake-dataframe) per run, then the same Spark SQL. The DML section (`scripts/bench_dml.py`) runs DELETE, UPDATE
+and MERGE on fresh copies of a lineitem lake; its floor is plain Spark writing the same files without a catalog.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def _sibling(name: str) -> ModuleType:
 
 bd = _sibling("bench_duckdb")
 bench_report = _sibling("bench_report")
+bench_dml = _sibling("bench_dml")
 
 ROOT = Path(__file__).resolve().parent.parent
 Fn = Callable[[], Any]
@@ -551,12 +554,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--sf", type=float, help="TPC-H scale factor (quick 0.02, full 1)")
     p.add_argument("--reps", type=int, help="runs per figure (≥ 3, default 3)")
     p.add_argument("--queries", help="TPC-H queries on lake A, e.g. 1,6,14 (quick: 1,3,6,10,12,14; full: all 22)")
-    p.add_argument("--only", default="tpch,scans,planning,write,metadata",
+    p.add_argument("--only", default="tpch,scans,planning,write,metadata,dml",
                    help="comma-separated sections to run (default: all)")
     p.add_argument("--workdir", type=Path, help="scratch directory (default bench/data/<mode>; emptied first)")
     p.add_argument("--results", type=Path, default=ROOT / "bench" / "results", help="where the JSON goes")
     p.add_argument("--event-log", action="store_true", help="write Spark's event log to <workdir>/spark-events")
     p.add_argument("--report-only", type=Path, metavar="JSON", help="only re-render REPORT.md and the chart")
+    p.add_argument("--add-to", type=Path, metavar="JSON",
+                   help="keep this result's other sections: the sections run replace theirs in a new result file")
     return p.parse_args(argv)
 
 
@@ -604,15 +609,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         results["meta"]["loadavg_end"] = list(os.getloadavg())
         results["meta"]["duration_s"] = round(time.perf_counter() - _T0, 1)
         results["targets"] = bench_report.targets(results)
-        out.write_text(json.dumps(results, indent=1, default=str) + "\n")
+        out.write_text(json.dumps(merged(results), indent=1, default=str) + "\n")
+
+    def merged(results: dict[str, Any]) -> dict[str, Any]:
+        """With `--add-to`: that result, its sections replaced by the ones run now (which carry their own meta)."""
+        if not args.add_to:
+            return results
+        old = json.loads(args.add_to.read_text())
+        new = {**old, **{k: results[k] for k in sections if k in results}}
+        new["meta"] = {**old["meta"], "merged_from": args.add_to.name,
+                       "sections": sorted(set(old["meta"].get("sections", [])) | sections)}
+        new["targets"] = bench_report.targets(new)
+        return new
 
     start = time.perf_counter()
     lake_a = spark_lake(lakes.a_catalog)
     spark = lake_a.spark()
     setup["spark_start_s"] = time.perf_counter() - start
     try:
-        load_lake_b(lakes, spark_lake, setup)
-        log("lake B loaded by ducklake write")
+        if "tpch" in sections and s.queries_b:
+            load_lake_b(lakes, spark_lake, setup)
+            log("lake B loaded by ducklake write")
         if "tpch" in sections:
             results["tpch"] = {"a": tpch(s, lakes, spark, lake_a, lakes.a_catalog, s.queries_a, ddf=s.tpch_ddf,
                                          tag="a")}
@@ -630,13 +647,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "write" in sections:
             results["write"] = writes(s, work, spark, spark_lake)
             save()
+        if "dml" in sections:
+            started = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "sf": s.sf, "mode": s.mode,
+                       "reps": s.reps, "git": results["meta"]["versions"]["git"], "loadavg_start": list(os.getloadavg())}
+            results["dml"] = bench_dml.dml(bd, bench_report.stat, log, s.reps, lakes.sources["lineitem"], work, spark,
+                                           lambda c: ducklake_cli.connect(str(c), spark_settings=spark_settings))
+            results["dml"]["meta"] = {**started, "loadavg_end": list(os.getloadavg())}
+            save()
         if "metadata" in sections:
             results["metadata"] = metadata(s, lakes)
     finally:
         for lake in opened:
             lake.close()
     save()
-    bench_report.render(results, ROOT / "bench", out.name)
+    bench_report.render(merged(results), ROOT / "bench", out.name)
     log(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}, bench/REPORT.md, bench/report.png")
     return 0
 

@@ -18,6 +18,7 @@ from typer.core import Abort
 
 from ducklake_cli._version import __version__
 from ducklake_cli.cli.create import create_catalog
+from ducklake_cli.cli.delete import delete
 from ducklake_cli.cli.inspect import inspect
 from ducklake_cli.cli.maintain import expire, maintain_app, orphans
 from ducklake_cli.cli.query import query
@@ -37,6 +38,7 @@ app.command("create-catalog")(create_catalog)
 app.command("inspect")(inspect)
 app.command("query")(query)
 app.command("write")(write)
+app.command("delete")(delete)
 app.add_typer(spark_app, name="spark")
 app.add_typer(maintain_app, name="maintain")
 app.command("expire-snapshots", help="Same as `maintain expire`.")(expire)

@@ -27,6 +27,7 @@ from ducklake_cli.cli.common import (
 from ducklake_cli.cli.render import OutputFormat, render
 from ducklake_cli.cli.runner import SparkFlags, lake_command
 from ducklake_cli.errors import InputError, NotFoundError, UsageError
+from ducklake_cli.ops.results import Result
 
 
 def write(
@@ -47,8 +48,13 @@ def write(
                                                                       "--option delimiter=';' (repeatable).",
                                                      show_default=False)] = None,
     mode: Annotated[str, typer.Option("--mode", help="append (creates a missing table), overwrite (replaces "
-                                                     "every row in one snapshot) or create (fails if the table "
-                                                     "exists).")] = "append",
+                                                     "every row in one snapshot), create (fails if the table "
+                                                     "exists) or merge (upsert on the --on keys: matching rows "
+                                                     "are replaced, the others inserted).")] = "append",
+    on: Annotated[list[str] | None, typer.Option("--on", help="With --mode merge: the key column(s) that identify "
+                                                              "a row, KEY[,KEY…] (repeatable). The input must "
+                                                              "have one row per key.",
+                                                 show_default=False)] = None,
     partition_by: Annotated[list[str] | None, typer.Option(
         "--partition-by", help="Partition key when the table is created: COLUMN, year|month|day|hour(COLUMN) or "
                                "bucket(N, COLUMN) (repeatable, in key order).", show_default=False)] = None,
@@ -88,6 +94,8 @@ def write(
       gunzip -c events.csv.gz | ducklake write lake.sqlite events --from - --input-format csv
 
       ducklake write prod daily --query "SELECT day, count(*) AS n FROM events GROUP BY day" --mode overwrite
+
+      ducklake write lake.sqlite customers --from 'extract/customers-*.parquet' --mode merge --on customer_id
     """
     catalog, target = shift_catalog(catalog, table, "TABLE")
     if on_error not in ("fail", "skip"):  # also checked by the reader, but only after Spark started
@@ -95,16 +103,34 @@ def write(
     at = time_travel(snapshot, as_of)
     options = key_values(option or [], "--option", strip_values=False)
     _check_sources(source or [])
+    from ducklake_cli.ops.changes import split_keys
+
+    keys = split_keys(on or [])
+    if mode == "merge":
+        if not keys:
+            raise UsageError("--mode merge needs --on KEY[,KEY…]: the columns that identify a row")
+        if no_inline or on_error != "fail":
+            raise UsageError("--no-inline and --on-error skip do not apply to --mode merge")
+    elif on:
+        raise UsageError("--on applies to --mode merge only")
     from ducklake_cli.engine.progress import spark_progress
+    from ducklake_cli.ops.changes import run_upsert
     from ducklake_cli.ops.write import run_write
 
     with lake_command(catalog, data_path=data_path, metadata_schema=metadata_schema, read_only=False,
                       spark=SparkFlags(master, remote, conf, debug)) as lake:
         with spark_progress():
-            result = run_write(lake, target, source=source or [], query=query, input_format=input_format,
-                               options=options, mode=mode, partition_by=partition_by or [], message=message,
-                               author=author, inline=not no_inline, ignore_extra_columns=ignore_extra_columns,
-                               at=at, schema=schema, on_error=on_error)
+            result: Result
+            if mode == "merge":
+                result = run_upsert(lake, target, on=keys, source=source or [], query=query,
+                                    input_format=input_format, options=options, partition_by=partition_by or [],
+                                    message=message, author=author, ignore_extra_columns=ignore_extra_columns,
+                                    at=at, schema=schema)
+            else:
+                result = run_write(lake, target, source=source or [], query=query, input_format=input_format,
+                                   options=options, mode=mode, partition_by=partition_by or [], message=message,
+                                   author=author, inline=not no_inline, ignore_extra_columns=ignore_extra_columns,
+                                   at=at, schema=schema, on_error=on_error)
         render(result, fmt)
 
 

@@ -13,7 +13,7 @@ from ducklake_cli.engine.scan import FILE_ID, POSITION, ROW_ID
 from ducklake_cli.errors import QueryError
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import DataType
 
     from ducklake_cli.engine.planning.scan_plan import ScanPlan
@@ -152,11 +152,30 @@ def insert_frame(df: DataFrame, columns: Sequence[ColumnInfo], named: Sequence[s
             raise QueryError(f"INSERT names {len(named)} columns but the query gives {len(df.columns)}")
         given = {c.lower(): df.columns[i] for i, c in enumerate(named)}
         return df.select(*[F.col(f"`{given[c.name.lower()]}`").alias(c.name) if c.name.lower() in given
-                           else F.lit(None).alias(c.name) for c in columns])
+                           else column_default(c).alias(c.name) for c in columns])
     if len(df.columns) != len(columns):
         raise QueryError(f"table {table} has {len(columns)} columns but the query gives {len(df.columns)}",
                          hint="name the columns: INSERT INTO t (a, b) SELECT …")
     return df.toDF(*[c.name for c in columns])
+
+
+def column_default(col: ColumnInfo) -> Column:
+    """The value an INSERT gives a column it does not name: the column's DEFAULT (a literal, or an expression
+    Spark also knows, such as `now()`), else NULL."""
+    from pyspark.sql import functions as F
+
+    from ducklake_cli.engine.spark_types import spark_type
+
+    text = col.default_value
+    if text is None or text.upper() == "NULL":
+        return F.lit(None).cast(spark_type(col))
+    if col.default_value_type == "expression":
+        try:
+            return F.expr(text).cast(spark_type(col))
+        except Exception as exc:  # Spark raises its own parse error type
+            raise QueryError(f"column {col.name} has DEFAULT {text}, which Spark cannot compute",
+                             hint="name the column in the INSERT") from exc
+    return F.lit(text).cast(spark_type(col))
 
 
 def pending_frame(parts: Sequence[tuple[DataFrame, bool]], columns: Sequence[ColumnInfo]) -> DataFrame | None:

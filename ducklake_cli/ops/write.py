@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +12,7 @@ from ducklake_cli.catalog.partitions import parse_partition_by, resolve_partitio
 from ducklake_cli.catalog.snapshots import LATEST, SnapshotSelector
 from ducklake_cli.engine.ingest import INPUT_FORMATS
 from ducklake_cli.engine.writer import partition_keys
-from ducklake_cli.errors import CommitConflictError, NotFoundError, TableExistsError, UsageError
+from ducklake_cli.errors import CommitConflictError, InputError, NotFoundError, TableExistsError, UsageError
 from ducklake_cli.ops.results import Section
 from ducklake_cli.ops.tables import file_spec, split_table_name
 from ducklake_cli.storage.files import ensure_dir
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ducklake_cli.lake import Lake
 
 MODES = ("append", "overwrite", "create")
+ALL_MODES = (*MODES, "merge")  # merge: `ops/changes.run_upsert`, a MERGE through `ops/dml.py`
 DEFAULT_INLINE_LIMIT = 10
 
 
@@ -176,58 +177,95 @@ def run_write(
     `schema`: `--schema "col TYPE, …"` for CSV/JSON into a new table; `on_error`: `fail` or `skip` (CSV rows);
     `frame`: a DataFrame on the lake's Spark session instead (columns by name)."""
     if mode not in MODES:
-        raise UsageError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+        raise UsageError(f"--mode must be one of {', '.join(ALL_MODES)}, not {mode!r}")
+    _check_input(source=source, query=query, frame=frame, input_format=input_format, schema=schema,
+                 on_error=on_error)
+    requests = parse_partition_by(partition_by)
+    schema_name, name = split_table_name(table)
+    target = _plan_target(lake, schema_name, name, mode)
+    _require_message(target, message)
+
+    from ducklake_cli.engine.ingest_duckdb import ingest_errors
+    from ducklake_cli.engine.session import spark_errors
+
+    with spark_errors(), ingest_errors():
+        got = _read(lake, target, source=source, query=query, frame=frame, input_format=input_format,
+                    options=options, schema=schema, on_error=on_error, at=at, requests=requests,
+                    ignore_extra_columns=ignore_extra_columns)
+        files, skipped_rows = _write(lake, target, got)
+    result = _commit(lake, target, got.columns, got.partition, files, mode=mode, message=message, author=author,
+                     limit=_inline_limit(target, inline, got.columns, lake))
+    return replace(result, skipped_rows=skipped_rows) if skipped_rows else result
+
+
+def _check_input(*, source: Sequence[str], query: str | None, frame: DataFrame | None, input_format: str | None,
+                 schema: str | None, on_error: str) -> None:
     if sum(map(bool, (source, query, frame is not None))) != 1:
         raise UsageError("give exactly one of --from and --query")
     if input_format and input_format not in INPUT_FORMATS:
         raise UsageError(f"--input-format must be parquet, csv, json or orc, not {input_format!r}")
     if query and (schema or on_error != "fail"):
         raise UsageError("--schema and --on-error apply to --from input, not --query")
-    requests = parse_partition_by(partition_by)
-    schema_name, name = split_table_name(table)
-    target = _plan_target(lake, schema_name, name, mode)
+
+
+def _require_message(target: _Target, message: str | None) -> None:
     if (_option(target.meta, "require_commit_message") or "false").lower() == "true" and not message:
         raise UsageError("this lake requires a commit message", hint="pass --message")
 
+
+@dataclass
+class _Input:
+    """The rows to write, conformed to the table's columns (named `_c0`, `_c1`, … in table order)."""
+
+    df: DataFrame
+    columns: Sequence[ColumnInfo]
+    partition: list[tuple[int, str]]
+    skipped: Callable[[], int] | None
+
+
+def _read(lake: Lake, target: _Target, *, source: Sequence[str], query: str | None, frame: DataFrame | None,
+          input_format: str | None, options: Mapping[str, str] | None, schema: str | None, on_error: str,
+          at: SnapshotSelector, requests: Any, ignore_extra_columns: bool) -> _Input:
+    """Read the input (files, a query or a frame) lazily and conform it to the table (or the new table's) columns."""
     from ducklake_cli.engine.ingest import conform, read_input, refuse_no_columns
-    from ducklake_cli.engine.ingest_duckdb import ingest_errors
-    from ducklake_cli.engine.session import spark_errors
-    from ducklake_cli.engine.writer import columns_from_spark, write_files
+    from ducklake_cli.engine.writer import columns_from_spark
     from ducklake_cli.ops.query import sql_dataframe
 
     spark = lake.spark()
     skipped = None
-    with spark_errors(), ingest_errors():
-        known = target.existing.columns if target.existing is not None else None
-        if source:
-            ingest = read_input(spark, list(source), input_format, options or {}, table=known, schema=schema,
-                                on_error=on_error, storage_options=lake.storage_options)
-            df, parsed, skipped = ingest.df, ingest.columns, ingest.skipped
-        elif frame is not None:
-            df, parsed = frame, None
-        else:
-            df, parsed = sql_dataframe(lake, query or "", at=at), None
-        if target.existing is not None:
-            columns = target.existing.columns
-            partition = [(f.column_id, f.transform) for f in target.existing.partition.fields] \
-                if target.existing.partition else []
-            if requests and resolve_partition(columns, requests) != partition:
-                raise UsageError(f"table {schema_name}.{name} exists with another partitioning",
-                                 hint="omit --partition-by when appending to an existing table")
-        else:
-            columns = parsed if parsed is not None else columns_from_spark(df.schema)
-            refuse_no_columns(columns, "the input")
-            partition = resolve_partition(columns, requests)
-        df = conform(df, columns, ignore_extra=ignore_extra_columns)
-        spec = file_spec(lake, target.meta, table_dir=target.table_dir, columns=columns,
-                         keys=partition_keys(columns, partition),
-                         table_id=target.existing.table_id if target.existing else None,
-                         schema_id=target.schema.schema_id if target.schema else None)
-        files = write_files(df, spec)
-        skipped_rows = skipped() if skipped is not None else 0
-    result = _commit(lake, target, columns, partition, files, mode=mode, message=message, author=author,
-                     limit=_inline_limit(target, inline, columns, lake))
-    return replace(result, skipped_rows=skipped_rows) if skipped_rows else result
+    known = target.existing.columns if target.existing is not None else None
+    if source:
+        ingest = read_input(spark, list(source), input_format, options or {}, table=known, schema=schema,
+                            on_error=on_error, storage_options=lake.storage_options)
+        df, parsed, skipped = ingest.df, ingest.columns, ingest.skipped
+    elif frame is not None:
+        df, parsed = frame, None
+    else:
+        df, parsed = sql_dataframe(lake, query or "", at=at), None
+    if target.existing is not None:
+        columns = target.existing.columns
+        partition = [(f.column_id, f.transform) for f in target.existing.partition.fields] \
+            if target.existing.partition else []
+        if requests and resolve_partition(columns, requests) != partition:
+            raise UsageError(f"table {target.schema_name}.{target.name} exists with another partitioning",
+                             hint="omit --partition-by when appending to an existing table")
+    else:
+        columns = parsed if parsed is not None else columns_from_spark(df.schema)
+        refuse_no_columns(columns, "the input")
+        partition = resolve_partition(columns, requests)
+    return _Input(conform(df, columns, ignore_extra=ignore_extra_columns), columns, list(partition), skipped)
+
+
+def _write(lake: Lake, target: _Target, got: _Input) -> tuple[list[NewDataFile], int]:
+    """Write the input's data files (Spark executors); the files and how many malformed rows were skipped."""
+    from ducklake_cli.engine.writer import write_files
+
+    spec = file_spec(lake, target.meta, table_dir=target.table_dir, columns=got.columns,
+                     keys=partition_keys(got.columns, got.partition),
+                     table_id=target.existing.table_id if target.existing else None,
+                     schema_id=target.schema.schema_id if target.schema else None)
+    files = write_files(got.df, spec)
+    return files, got.skipped() if got.skipped is not None else 0
 
 
 def _commit(lake: Lake, target: _Target, columns: Sequence[ColumnInfo], partition: Sequence[tuple[int, str]],
@@ -331,3 +369,88 @@ def _check_conflicts(tx: Transaction, target: _Target, mode: str, columns: Seque
     if _table_at(tx, target) is None:
         raise NotFoundError(f"table {qualified} was dropped meanwhile")
     return False
+
+
+
+# ----- upsert input (`ops/changes.py` runs the MERGE) ------------------------------------------------------------
+
+def merge_keys(on: Sequence[str], columns: Sequence[ColumnInfo], table: str) -> list[str]:
+    """The `--on` keys as the table spells them; each must be a top-level column, given once."""
+    if not on:
+        raise UsageError("--mode merge needs --on KEY[,KEY…]: the columns that identify a row")
+    by_name = {c.name.lower(): c for c in columns}
+    out: list[str] = []
+    for key in on:
+        col = by_name.get(key.strip().lower())
+        if col is None:
+            raise InputError(f"--on {key.strip()}: table {table} has no column {key.strip()!r}")
+        if col.name in out:
+            raise UsageError(f"--on names column {col.name} twice")
+        out.append(col.name)
+    return out
+
+
+def refuse_bad_keys(df: DataFrame, keys: Sequence[str]) -> None:
+    """Each input row must have its own non-NULL key (checked on the executors, the input never collected)."""
+    from ducklake_cli.engine.keys import bad_key
+
+    found = bad_key(df, keys)
+    if found is None:
+        return
+    values, repeats = found
+    shown = ", ".join(f"{k}={v!r}" for k, v in zip(keys, values, strict=True))
+    if repeats:
+        raise InputError(f"the input has more than one row with {shown}",
+                         hint="a merge needs one input row per key; deduplicate the input first")
+    raise InputError(f"the input has a row with a NULL key ({shown}); such a row never matches",
+                     hint="fill the key, or filter those rows out")
+
+
+@dataclass(frozen=True)
+class UpsertInput:
+    """An upsert's input, checked and ready to MERGE into the existing table `table`."""
+
+    table: str
+    frame: DataFrame  # the table's columns, by name
+    keys: tuple[str, ...]
+
+
+def stage_upsert(
+    lake: Lake,
+    table: str,
+    *,
+    on: Sequence[str],
+    source: Sequence[str] = (),
+    query: str | None = None,
+    input_format: str | None = None,
+    options: Mapping[str, str] | None = None,
+    partition_by: Sequence[str] = (),
+    message: str | None = None,
+    author: str | None = None,
+    ignore_extra_columns: bool = False,
+    at: SnapshotSelector = LATEST,
+    schema: str | None = None,
+    frame: DataFrame | None = None,
+) -> UpsertInput | WriteResult:
+    """Read and check an upsert's input (one row per non-NULL key, found by the executors). A missing table is
+    created with the input's rows, like dlt's first merge load: the `WriteResult`; else the input to MERGE. Must
+    run inside `spark_errors()` and `ingest_errors()` (the MERGE reads the input again)."""
+    _check_input(source=source, query=query, frame=frame, input_format=input_format, schema=schema,
+                 on_error="fail")
+    if not on:
+        raise UsageError("--mode merge needs --on KEY[,KEY…]: the columns that identify a row")
+    requests = parse_partition_by(partition_by)
+    schema_name, name = split_table_name(table)
+    target = _plan_target(lake, schema_name, name, "merge")
+    _require_message(target, message)
+    got = _read(lake, target, source=source, query=query, frame=frame, input_format=input_format,
+                options=options, schema=schema, on_error="fail", at=at, requests=requests,
+                ignore_extra_columns=ignore_extra_columns)
+    keys = merge_keys(on, got.columns, f"{schema_name}.{name}")
+    df = got.df.toDF(*[c.name for c in got.columns])
+    refuse_bad_keys(df, keys)  # reads the whole input: its parse errors surface here, as InputError
+    if target.existing is not None:
+        return UpsertInput(f"{schema_name}.{name}", df, tuple(keys))
+    files, _ = _write(lake, target, got)
+    return _commit(lake, target, got.columns, got.partition, files, mode="append", message=message,
+                   author=author, limit=_inline_limit(target, True, got.columns, lake))
