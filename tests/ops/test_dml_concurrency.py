@@ -1,0 +1,231 @@
+"""Concurrent `ducklake query … "DELETE …"` and `ducklake write --mode append` processes on one PostgreSQL table
+(issue #13, acceptance).
+
+Real CLI processes (each with its own JVM) start at once and race for the commit. DuckDB's rules apply: a delete
+and a concurrently committed append on the same table conflict, so some processes exit 3 (one line on stderr
+naming the table) having changed nothing. The lake then holds exactly what a serial run of the committed
+operations gives, snapshot by snapshot; rerunning the ones that exited 3 gives the state with all of them applied;
+DuckDB 1.5.5 and our reader see the same rows."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.cli import REPO, run_cli
+from tests.support.oracle import attach_clause, oracle_connect
+from tests.support.writes import (
+    LEAN_JVM_ENV,
+    LEAN_SPARK,
+    CliProcess,
+    Finished,
+    cli_args,
+    cli_env,
+    data_files,
+    make_parquet,
+    oracle_lake,
+    scalar,
+)
+
+pytestmark = [pytest.mark.postgres, pytest.mark.spark]
+
+FILES = 8  # DuckDB writes one 1,000-row file per INSERT
+FILE_ROWS = 1_000
+APPEND_ROWS = 1_000
+APPEND_BASE = 100_000  # appended ids never meet a delete's range
+TIMEOUT_S = 300
+LEAN_CONF = {"spark.driver.memory": "512m", "spark.sql.shuffle.partitions": "1"}
+
+
+@dataclass(frozen=True)
+class Op:
+    """One racing process: a delete of ids [lo, hi) or an append of a Parquet file; `name` is its commit message."""
+
+    name: str
+    lo: int = 0
+    hi: int = 0
+    source: Path | None = None
+    ids: tuple[int, ...] = ()
+
+    @property
+    def sql(self) -> str:
+        """The delete statement."""
+        return f"DELETE FROM main.t WHERE id >= {self.lo} AND id < {self.hi}"
+
+    def apply(self, rows: dict[int, str], appended: dict[int, str]) -> dict[int, str]:
+        """The table after this operation, run alone on `rows`."""
+        if self.source is None:
+            return {k: v for k, v in rows.items() if not self.lo <= k < self.hi}
+        return {**rows, **appended}
+
+
+def _seed(url: str, data: Path) -> dict[int, str]:
+    """Our catalog; DuckDB creates main.t with FILES files; returns the rows (id → s)."""
+    created = run_cli("create-catalog", url, "--data-path", str(data))
+    assert created.returncode == 0, created.stderr
+    con = oracle_connect()
+    try:
+        con.execute(attach_clause("postgres", url, data))
+        con.execute("CREATE TABLE lake.main.t (id BIGINT, s VARCHAR)")
+        for f in range(FILES):
+            con.execute(f"INSERT INTO lake.main.t SELECT i, 'f{f}-' || i FROM range({f * FILE_ROWS}, "
+                        f"{(f + 1) * FILE_ROWS}) r(i)")
+        files = scalar(con, "SELECT count(*) FROM __ducklake_metadata_lake.ducklake_data_file")
+        assert files == FILES
+    finally:
+        con.close()
+    return {i: f"f{i // FILE_ROWS}-{i}" for i in range(FILES * FILE_ROWS)}
+
+
+def _lake_rows(url: str, data: Path, version: int | None = None) -> dict[int, str]:
+    """What DuckDB reads (at `version`, or the latest snapshot)."""
+    at = f" AT (VERSION => {version})" if version is not None else ""
+    with oracle_lake("postgres", url, data) as con:
+        rows = con.execute(f"SELECT id, s FROM lake.main.t{at}").fetchall()
+    out = {int(i): str(s) for i, s in rows}
+    assert len(out) == len(rows), "duplicate ids"
+    return out
+
+
+def _start(url: str, op: Op, logs: Path) -> CliProcess:
+    """The CLI process of one operation."""
+    if op.source is None:
+        args = cli_args("query", url, op.sql, "-m", op.name, "--format", "json", *LEAN_SPARK)
+    else:
+        args = cli_args("write", url, "main.t", "--from", str(op.source), "--mode", "append", "--format", "json",
+                        "--message", op.name, *LEAN_SPARK)
+    return CliProcess(args, log_dir=logs, name=op.name, env=LEAN_JVM_ENV)
+
+
+def _check_exits(done: Sequence[Finished]) -> None:
+    """Each process committed (JSON on stdout) or exited 3 with one error line naming the table."""
+    unexpected = [(f.name, f.returncode, f.stderr[-2000:]) for f in done if f.returncode not in (0, 3)]
+    assert not unexpected, unexpected
+    for f in done:
+        if f.returncode == 3:
+            lines = [ln for ln in f.stderr.splitlines() if ln.strip()]
+            assert len(lines) == 1 and lines[0].startswith("error: "), f.stderr
+            assert "main.t" in lines[0], f"the error does not name the table: {lines[0]}"
+            assert f.stdout == ""
+        else:
+            assert json.loads(f.stdout)["snapshot_id"] is not None, f.stdout
+
+
+def _snapshots(url: str, data: Path, base: int) -> list[tuple[int, str]]:
+    """(snapshot id, commit message) of every snapshot after `base`, in order."""
+    with oracle_lake("postgres", url, data) as con:
+        snaps = con.execute("SELECT snapshot_id, commit_message FROM ducklake_snapshots('lake') "
+                            "WHERE snapshot_id > ? ORDER BY snapshot_id", [base]).fetchall()
+    return [(int(s), str(m)) for s, m in snaps]
+
+
+def _check_files(url: str, data: Path) -> None:
+    """Every data and delete file on disk is in the catalog: a process that exited 3 removed what it wrote."""
+    with oracle_lake("postgres", url, data) as con:
+        referenced = {Path(r[0]).name for r in con.execute(
+            "SELECT path FROM __ducklake_metadata_lake.ducklake_data_file UNION ALL "
+            "SELECT path FROM __ducklake_metadata_lake.ducklake_delete_file").fetchall()}
+    assert {p.name for p in data_files(data)} == referenced
+
+
+def _check_serial(url: str, data: Path, start: dict[int, str], base: int, ops: dict[str, Op],
+                  appended: dict[str, dict[int, str]]) -> dict[int, str]:
+    """Every snapshot after `base` is one operation, and holds exactly what running them one after the other
+    gives; returns the final rows."""
+    rows = start
+    for sid, message in _snapshots(url, data, base):
+        op = ops[message]
+        rows = op.apply(rows, appended.get(op.name, {}))
+        assert _lake_rows(url, data, sid) == rows, f"snapshot {sid} ({message}) is not the serial result"
+    return rows
+
+
+def _worker(url: str, steps: list[dict[str, Any]]) -> list[Any]:
+    """Run steps in one process on one local Spark session (tests/support/dml_worker.py)."""
+    spec = {"catalog": url, "master": "local[1]", "conf": LEAN_CONF, "steps": steps}
+    res = subprocess.run([sys.executable, "-m", "tests.support.dml_worker", json.dumps(spec)], capture_output=True,
+                         text=True, cwd=REPO, env={**cli_env(), **LEAN_JVM_ENV}, timeout=TIMEOUT_S, check=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return list(json.loads(res.stdout.strip().splitlines()[-1]))
+
+
+def test_deletes_and_appends_race_on_postgres(pg_url: str, tmp_path: Path) -> None:
+    """4 deletes of disjoint id ranges (2 files each) race 4 appends: each commits or exits 3; the result is the
+    serial run of the committed ones; rerunning the others gives all 8 applied."""
+    data = tmp_path / "data"
+    start = _seed(pg_url, data)
+    base = _snapshots(pg_url, data, -1)[-1][0]
+    ops: dict[str, Op] = {}
+    appended: dict[str, dict[int, str]] = {}
+    for j in range(4):  # 900 rows of file 2j and 100 of file 2j+1: a delete file for each (> inlining limit)
+        lo = 2 * j * FILE_ROWS + 100
+        ops[f"delete-{j}"] = Op(f"delete-{j}", lo=lo, hi=lo + FILE_ROWS)
+    for k in range(4):
+        lo = APPEND_BASE + k * APPEND_ROWS
+        src = make_parquet(tmp_path / "in" / f"a{k}.parquet",
+                           f"SELECT i::BIGINT AS id, 'a{k}-' || i AS s FROM range({lo}, {lo + APPEND_ROWS}) r(i)")
+        ops[f"append-{k}"] = Op(f"append-{k}", source=src)
+        appended[f"append-{k}"] = {i: f"a{k}-{i}" for i in range(lo, lo + APPEND_ROWS)}
+
+    procs = [_start(pg_url, op, tmp_path / "logs") for op in ops.values()]
+    done = [p.wait(TIMEOUT_S) for p in procs]
+    _check_exits(done)
+    landed = [f.name for f in done if f.returncode == 0]
+    lost = [f.name for f in done if f.returncode == 3]
+    sys.stderr.write(f"postgres delete/append race: landed {landed}, exited 3 {lost}; "
+                     f"{', '.join(f'{f.name} {f.seconds:.0f}s' for f in done)}\n")
+    assert landed, "nothing committed"
+    assert sorted(m for _, m in _snapshots(pg_url, data, base)) == sorted(landed)
+    rows = _check_serial(pg_url, data, start, base, ops, appended)
+    _check_files(pg_url, data)
+
+    # Rerun what exited 3, one after the other, then read the table with our reader in the same process.
+    last = _snapshots(pg_url, data, base)[-1][0]
+    steps: list[dict[str, Any]] = [
+        {"change": ops[n].sql, "message": n} if ops[n].source is None
+        else {"append": "main.t", "source": str(ops[n].source), "message": n} for n in lost]
+    got = _worker(pg_url, [*steps, {"read": "SELECT id, s FROM main.t"}])
+    final = _check_serial(pg_url, data, rows, last, ops, appended)
+    every = start
+    for op in ops.values():
+        every = op.apply(every, appended.get(op.name, {}))
+    assert final == every
+    assert _lake_rows(pg_url, data) == every
+    ours = {int(i): str(s) for i, s in got[-1]}
+    assert len(ours) == len(got[-1]) and ours == every
+
+
+def test_two_deletes_from_one_file_on_postgres(pg_url: str, tmp_path: Path) -> None:
+    """Two processes delete different rows of the same data file at once: one commits; the other exits 3 with one
+    line (or, had it started after the first committed, commits on top of it); DuckDB reads a consistent lake."""
+    data = tmp_path / "data"
+    start = _seed(pg_url, data)
+    base = _snapshots(pg_url, data, -1)[-1][0]
+    ops = {"left": Op("left", lo=3 * FILE_ROWS + 100, hi=3 * FILE_ROWS + 400),
+           "right": Op("right", lo=3 * FILE_ROWS + 500, hi=3 * FILE_ROWS + 800)}
+    procs = [_start(pg_url, op, tmp_path / "logs") for op in ops.values()]
+    done = [p.wait(TIMEOUT_S) for p in procs]
+    _check_exits(done)
+    landed = [f.name for f in done if f.returncode == 0]
+    sys.stderr.write(f"postgres same-file deletes: landed {landed}; "
+                     f"{', '.join(f'{f.name} {f.seconds:.0f}s' for f in done)}\n")
+    assert landed, "nothing committed"
+    assert sorted(m for _, m in _snapshots(pg_url, data, base)) == sorted(landed)
+    rows = _check_serial(pg_url, data, start, base, ops, {})
+    _check_files(pg_url, data)
+    expected = start
+    for name in landed:
+        expected = ops[name].apply(expected, {})
+    assert rows == expected == _lake_rows(pg_url, data)
+    with oracle_lake("postgres", pg_url, data) as con:
+        # One live delete file for the file, holding exactly the landed deletes' positions.
+        got = con.execute("SELECT count(*), sum(delete_count) FROM __ducklake_metadata_lake.ducklake_delete_file "
+                          "WHERE end_snapshot IS NULL").fetchone()
+    assert got == (1, 300 * len(landed)), got
