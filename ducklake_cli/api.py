@@ -99,11 +99,10 @@ class Lake(_BaseLake):
 
         >>> lake.update("orders", {"status": "'cancelled'"}, "order_id = 42")
         """
-        from ducklake_cli.ops.changes import update_sql
-        from ducklake_cli.ops.dml import run_change
+        from ducklake_cli.ops.changes import run_update
 
         with self._on(spark):
-            return run_change(self, [update_sql(table, set, where)], message=message, author=author)
+            return run_update(self, table, set, where, message=message, author=author)
 
     def merge(
         self, source_df: DataFrame, table: str, *, on: Sequence[str], when_matched: str | None = "update",
