@@ -460,13 +460,15 @@ def _commit(lake: Lake, change: _Change, count: int, names: tuple[str, ...], *, 
                 change.remove(w)
             planned = retag.snapshot_id
             continue
-        except BaseException:
+        except BaseException as exc:
             for w in writes:
                 change.remove(w)
+            if isinstance(exc, CommitConflictError) and not any(n in exc.message for n in names):
+                raise CommitConflictError(f"table {', '.join(names)}: {exc.message}", hint=exc.hint) from exc
             raise
         return _result(count, names, snapshot_id, writes)
-    raise CommitConflictError("other writers kept committing while the delete files were rewritten",
-                              hint="nothing was changed; run it again")
+    raise CommitConflictError(f"table {', '.join(names)}: other writers kept committing while the delete files "
+                              "were rewritten", hint="nothing was changed; run it again")
 
 
 def _result(count: int, names: tuple[str, ...], snapshot_id: int | None, writes: Sequence[_Written]) -> ChangeResult:

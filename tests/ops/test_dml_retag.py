@@ -49,9 +49,9 @@ def test_partial_delete_file_is_retagged_after_a_race_on_another_table(tmp_path:
     lake.close()
     assert (got.snapshot_id, got.deleted) == (planned + 1, 20)
     _attach(con, tmp_path)
-    counts = {s: con.execute(f"SELECT count(*) FROM lk.t AT (VERSION => {s})").fetchone()[0]
+    counts = {s: con.execute(f"SELECT count(*) FROM lk.t AT (VERSION => {s})").fetchall()[0][0]
               for s in (planned - 1, planned, planned + 1)}
     assert counts == {planned - 1: 80, planned: 80, planned + 1: 60}
-    changes = con.execute(f"SELECT changes FROM lk.snapshots() WHERE snapshot_id = {planned + 1}").fetchone()[0]
+    changes = con.execute(f"SELECT changes FROM lk.snapshots() WHERE snapshot_id = {planned + 1}").fetchall()[0][0]
     assert changes == {"tables_deleted_from": ["1"]}
     con.close()
