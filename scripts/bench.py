@@ -649,7 +649,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             save()
         if "dml" in sections:
             started = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "sf": s.sf, "mode": s.mode,
-                       "reps": s.reps, "git": results["meta"]["versions"]["git"], "loadavg_start": list(os.getloadavg())}
+                       "reps": s.reps, "git": results["meta"]["versions"]["git"],
+                       "loadavg_start": list(os.getloadavg())}
             results["dml"] = bench_dml.dml(bd, bench_report.stat, log, s.reps, lakes.sources["lineitem"], work, spark,
                                            lambda c: ducklake_cli.connect(str(c), spark_settings=spark_settings))
             results["dml"]["meta"] = {**started, "loadavg_end": list(os.getloadavg())}

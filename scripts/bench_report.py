@@ -17,6 +17,8 @@ WRITE_TARGET = 1.25
 PLAN_TARGET_S = 1.0
 META_TARGET_S = 1.0
 REMOTE_TARGET_S = 1.5  # issue #7: a warm Spark Connect server answers `SELECT 1` in under 1.5 s
+DML_TARGET = 2.0  # issue #13: a row-level change takes at most twice what plain Spark needs to write its files
+DML_TITLES = {"delete": "DELETE 1%", "update": "UPDATE 1%", "merge": "MERGE 1% changed + 1% new"}
 ENGINES = ("ours", "floor", "duckdb", "ddf")
 LABELS = {"ours": "ours (Lake.sql)", "floor": "raw Spark Parquet", "duckdb": "DuckDB + ducklake",
           "ddf": "ducklake-dataframe"}
@@ -70,6 +72,15 @@ def targets(results: Mapping[str, Any]) -> list[dict[str, Any]]:
         for key, title in (("no_predicate", "no predicate"), ("with_predicate", "pruning predicate")):
             out.append(_target(f"planning on {p['files']:,} files, {p['snapshots']:,} snapshots ({title})",
                                _median(p.get(key, {}), "ours"), PLAN_TARGET_S, " s"))
+    d = results.get("dml")
+    if d:
+        for kind, entry in d["statements"].items():
+            ours, floor, duck = _median(entry, "ours"), _median(entry, "floor"), _median(entry, "duckdb")
+            what = f"{DML_TITLES.get(kind, kind)} on lineitem ({d['rows']:,} rows)"
+            out.append(_target(f"{what}: ours / raw-Spark floor", ours / floor if ours and floor else None,
+                               DML_TARGET, "×", "" if entry.get("match") is not False else "result differs!"))
+            out.append({"name": f"{what}: ours / DuckDB", "value": ours / duck if ours and duck else None,
+                        "target": "reported", "unit": "×", "met": None, "missed_by": None, "note": ""})
     m = results.get("metadata")
     if m:
         for key, title in (("help", "`ducklake --help`"), ("inspect", "`inspect`"),
@@ -127,6 +138,43 @@ def _engine_rows(entries: Mapping[str, Any], engines: Sequence[str], base: str, 
     return lines
 
 
+def _files(entry: Mapping[str, Any], engine: str) -> str:
+    written = entry.get("outputs", {}).get(engine, {}).get("files_written")
+    return "–" if not written else f"{written.get('deletes', 0)} / {written.get('data', 0)}"
+
+
+def _dml_section(d: Mapping[str, Any]) -> list[str]:
+    meta = d.get("meta", {})
+    out = ["", f"## Row-level changes (TPC-H lineitem, sf {meta.get('sf', '?')}, {d['rows']:,} rows in "
+               f"{d['data_files']} data file{'s' if d['data_files'] != 1 else ''})", "",
+           f"Measured on {meta.get('date', '?')} at `{meta.get('git', '?')}` ({meta.get('mode', '?')} mode, median of "
+           f"{meta.get('reps', '?')} runs; load average {', '.join(f'{x:.1f}' for x in meta.get('loadavg_start', []))}"
+           f" at the start, {', '.join(f'{x:.1f}' for x in meta.get('loadavg_end', []))} at the end). Every run works "
+           "on a fresh copy of one DuckDB-written lake (the copy is not timed). ours = "
+           "`ducklake_cli.ops.dml.run_change` in the bench's Spark session; raw-Spark floor = the same session reading "
+           "the affected data files once and writing as many delete files (file path, position) and data files as "
+           "ours wrote, with no catalog work; DuckDB = the same statement in DuckDB + ducklake. Each result is read "
+           "back by DuckDB and compared with DuckDB's own (count, sums, changed rows).", "",
+           "| statement | ours (s) | raw-Spark floor (s) | DuckDB (s) | ours / floor | ours / DuckDB | rows changed "
+           "| files written, ours (delete / data) | DuckDB (delete / data) | same as DuckDB |",
+           "|" + " --- |" * 10]
+    for kind, entry in d["statements"].items():
+        got = entry.get("outputs", {}).get("ours", {})
+        changed = sum(int(got.get(k, 0)) for k in ("deleted", "updated", "inserted")) if got else "–"
+        ratio = _ratio(entry, "ours", "floor")
+        flag = f"**{ratio}** (target ≤ {DML_TARGET:g})" if ratio != "–" and float(ratio) > DML_TARGET else ratio
+        same = {True: "yes", False: "**no**", None: "–"}[entry.get("match")]
+        out.append(f"| {DML_TITLES.get(kind, kind)} | {_cell(entry, 'ours')} | {_cell(entry, 'floor')} | "
+                   f"{_cell(entry, 'duckdb')} | {flag} | {_ratio(entry, 'ours', 'duckdb')} | {changed} | "
+                   f"{_files(entry, 'ours')} | {_files(entry, 'duckdb')} | {same} |")
+    out += ["", "Statements: " + "; ".join(f"`{e['sql']}`" for e in d["statements"].values() if "sql" in e) + "."]
+    errors = [f"{k} {e}: {v['error']}" for k, entry in d["statements"].items() for e, v in entry.items()
+              if isinstance(v, Mapping) and "error" in v]
+    if errors:
+        out += ["", "Errors: " + "; ".join(errors) + "."]
+    return out
+
+
 def render_markdown(results: Mapping[str, Any], json_name: str, findings: str) -> str:
     """The whole report."""
     meta = results["meta"]
@@ -141,7 +189,9 @@ def render_markdown(results: Mapping[str, Any], json_name: str, findings: str) -
         f"{meta.get('duration_s', '?')} s in all).",
         f"Versions: pyspark {v.get('pyspark')}, duckdb {v.get('duckdb')} with ducklake "
         f"{v.get('duckdb-extension-ducklake')}, "
-        f"ducklake-dataframe {v.get('ducklake-dataframe')}, ducklake-cli at `{v.get('git')}`.", "",
+        f"ducklake-dataframe {v.get('ducklake-dataframe')}, ducklake-cli at `{v.get('git')}`."
+        + (f" Sections run later with `--add-to results/{meta['merged_from']}` give their own date and version."
+           if meta.get("merged_from") else ""), "",
         f"**Noise.** The machine is shared: 1/5/15-minute load average {', '.join(f'{x:.1f}' for x in load0)} at the "
         f"start and {', '.join(f'{x:.1f}' for x in load1) if load1 != ['?'] else '?'} at the end, on "
         f"{meta['cores']} cores. Engines are interleaved run by run, so load skews ratios less than absolute times.",
@@ -192,6 +242,9 @@ def render_markdown(results: Mapping[str, Any], json_name: str, findings: str) -
                 "`spark.read.parquet(src).write.parquet(dir)`; DuckDB = `CREATE TABLE … LIMIT 0` + `INSERT INTO lake.t "
                 "SELECT * FROM read_parquet(src)`.", "",
                 *_engine_rows({"write": w}, ("ours", "floor", "duckdb"), "floor")]
+    d = results.get("dml")
+    if d:
+        out += _dml_section(d)
     m = results.get("metadata")
     if m:
         out += ["", f"## Metadata and start-up (wall time of a fresh `ducklake` process; {m['snapshots']:,} "
@@ -270,8 +323,10 @@ def render_chart(results: Mapping[str, Any], path: Path) -> None:
     groups = {k: sc[k] for k in ("deleted_10pct", "time_travel") if k in sc}
     if w:
         groups[f"write {w['rows'] / 1e6:g}M rows"] = w
+    for kind, entry in results.get("dml", {}).get("statements", {}).items():
+        groups[kind] = entry
     if groups:
-        bars(fig.add_subplot(grid[1, 0]), groups, ENGINES, "Deletes, time travel, write")
+        bars(fig.add_subplot(grid[1, 0]), groups, ENGINES, "Deletes, time travel, write, DML")
     p = results.get("planning")
     if p:
         bars(fig.add_subplot(grid[1, 1]), {k: p[k] for k in ("no_predicate", "with_predicate") if k in p},
