@@ -306,13 +306,15 @@ def render_chart(results: Mapping[str, Any], path: Path) -> None:
         ax.legend(ncols=4, fontsize=8)
 
     def bars(axis: Any, groups: Mapping[str, Mapping[str, Any]], engines: Sequence[str], title: str,
-             target: float | None = None) -> None:
+             target: float | None = None, log: bool = False) -> None:
         names = list(groups)
         width = 0.8 / max(1, len(engines))
         for i, e in enumerate(engines):
             xs = [j + i * width for j in range(len(names))]
             axis.bar(xs, [_median(groups[n], e) or 0 for n in names], width, label=e, color=colors.get(e, "#999"))
-        axis.set_xticks([j + 0.4 - width / 2 for j in range(len(names))], names, fontsize=8)
+        axis.set_xticks([j + 0.4 - width / 2 for j in range(len(names))], names, fontsize=8, rotation=30)
+        if log:  # sub-second scans next to minute-long changes
+            axis.set_yscale("log")
         if target is not None:
             axis.axhline(target, color="red", linestyle="--", linewidth=1, label=f"target {target:g} s")
         axis.set_title(title, fontsize=10)
@@ -326,7 +328,7 @@ def render_chart(results: Mapping[str, Any], path: Path) -> None:
     for kind, entry in results.get("dml", {}).get("statements", {}).items():
         groups[kind] = entry
     if groups:
-        bars(fig.add_subplot(grid[1, 0]), groups, ENGINES, "Deletes, time travel, write, DML")
+        bars(fig.add_subplot(grid[1, 0]), groups, ENGINES, "Deletes, time travel, write, DML", log="dml" in results)
     p = results.get("planning")
     if p:
         bars(fig.add_subplot(grid[1, 1]), {k: p[k] for k in ("no_predicate", "with_predicate") if k in p},
