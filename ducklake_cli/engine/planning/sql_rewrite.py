@@ -156,7 +156,8 @@ def parse_query(sql: str, *, bound: frozenset[str] = frozenset()) -> ParsedQuery
         raise QueryError(f"{tree.name.upper()} is not supported; write a SELECT, WITH, VALUES or DESCRIBE query")
     if isinstance(tree, _WRITES):
         verb = tree.key.upper().replace("TRUNCATETABLE", "TRUNCATE")
-        raise QueryError(f"query only reads; use `ducklake write` to change tables (got {verb})")
+        raise QueryError(f"{verb} is not supported here: query runs reads and the row changes DELETE, UPDATE, "
+                         "MERGE INTO, INSERT and CREATE TABLE … AS")
     if isinstance(tree, exp.Describe) and (tree.args.get("kind") or not isinstance(tree.this, exp.Table)):
         raise QueryError("only DESCRIBE of a table is supported")
     if isinstance(tree, (exp.Alias, exp.Column, exp.Identifier, exp.Literal)):

@@ -154,7 +154,7 @@ def test_time_travel_needs_literals(clause: str) -> None:
 def test_writes_are_rejected(sql: str) -> None:
     with pytest.raises(QueryError) as info:
         parse_query(sql)
-    assert str(info.value).startswith("query only reads; use `ducklake write`")
+    assert "is not supported here: query runs reads and the row changes" in str(info.value)
     assert "\n" not in str(info.value)
 
 
