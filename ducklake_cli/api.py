@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 from ducklake_cli.catalog.snapshots import SnapshotSelector
 from ducklake_cli.errors import UsageError
@@ -55,6 +55,19 @@ class Lake(_BaseLake):
 
         return sql_dataframe(self, query, at=SnapshotSelector(snapshot, as_of), spark=spark)
 
+
+    @overload
+    def write(
+        self, df: DataFrame, table: str, *, mode: Literal["merge"], on: Sequence[str] | None = None,
+        partition_by: Sequence[str] = (), message: str | None = None, author: str | None = None,
+    ) -> ChangeResult: ...
+
+    @overload
+    def write(
+        self, df: DataFrame, table: str, *, mode: Literal["append", "overwrite", "create"] = "append",
+        on: Sequence[str] | None = None, partition_by: Sequence[str] = (), message: str | None = None,
+        author: str | None = None,
+    ) -> WriteResult: ...
 
     def write(
         self, df: DataFrame, table: str, *, mode: str = "append", on: Sequence[str] | None = None,

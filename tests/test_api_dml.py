@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -37,7 +37,7 @@ def lake(tmp_path: Path, spark: SparkSession) -> Iterator[tuple[api.Lake, Path, 
         yield opened, catalog, data
 
 
-def _rows(catalog: Path, data: Path, sql: str = "SELECT rowid, id, v FROM lake.t ORDER BY id") -> list[tuple]:
+def _rows(catalog: Path, data: Path, sql: str = "SELECT rowid, id, v FROM lake.t ORDER BY id") -> list[tuple[Any, ...]]:
     con = oracle_connect()
     try:
         con.execute(attach_clause("sqlite", catalog, data))

@@ -8,6 +8,7 @@ import io
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,10 +41,10 @@ def _digest(catalog: Path, data: Path) -> tuple[str, frozenset[str]]:
 
 
 def _rows(backend: str, catalog: Path, data: Path, sql: str = "SELECT rowid, id, v FROM lake.t ORDER BY id"
-          ) -> list[tuple[object, ...]]:
+          ) -> list[tuple[Any, ...]]:
     con = oracle_connect()
     try:
-        con.execute(attach_clause(backend, catalog, data) + "")
+        con.execute(attach_clause(backend, catalog, data))
         return con.execute(sql).fetchall()
     finally:
         con.close()
@@ -164,6 +165,7 @@ def test_delete_dry_run_then_delete(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert code == 0, err
     got = json.loads(out)
     assert got["rows_deleted"] == 33 and got["dry_run"] is False and got["snapshot_id"] == 5
+    assert (got["delete_files"], got["data_files"]) == (1, 0)  # 31 rows of file 1 (a file), 2 of file 2 (inlined)
     assert _rows("sqlite", catalog, data) == expected
     assert _rows("sqlite", catalog, data, "SELECT author, commit_message FROM lake.snapshots() "
                                           "WHERE snapshot_id = 5") == [("ops", "GDPR 1")]
