@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from ducklake_cli.lake import Lake
 
 MAX_RETAGS = 5
+_statements = itertools.count()  # names each statement's target view uniquely in the Spark session
 
 
 @dataclass(frozen=True)
@@ -169,13 +171,13 @@ class _Change:
             return plan_scan(r, table=state.table, snapshot_id=self.base.snapshot_id, data_path=self.data_path,
                              schemas=state.schemas, predicates=predicates, storage_options=self.lake.storage_options)
 
-    def select(self, sql: str) -> DataFrame:
-        """A generated SELECT over the target view and any lake tables, at the base snapshot."""
+    def select(self, sql: str, view: str) -> DataFrame:
+        """A generated SELECT over the target view `view` and any lake tables, at the base snapshot."""
         from ducklake_cli.engine.run_query import frame, register_views
         from ducklake_cli.ops.query import plan_sql
 
         with self.lake.reader() as r:
-            plan = plan_sql(self.lake, r, sql, snapshot=self.base, bound=self.sources | {TARGET_VIEW})
+            plan = plan_sql(self.lake, r, sql, snapshot=self.base, bound=self.sources | {view})
         spark = self.lake.spark()
         register_views(spark, plan)
         return frame(spark, plan)
@@ -190,16 +192,17 @@ class _Change:
         pending = dml.pending_frame([(n.frame, n.kind == "update") for n in state.new_rows], state.table.columns)
         target = dml.target_frame(spark, self._pruned(state, st), deletes=_deletes_frame(state),
                                   gone_inlined=frozenset(state.gone_inlined), pending=pending)
-        target.createOrReplaceTempView(TARGET_VIEW)
+        view = f"{TARGET_VIEW}_{next(_statements)}"
+        target.createOrReplaceTempView(view)
         columns = state.table.columns
         if st.kind == "insert":
-            rows = dml.insert_frame(self.select(st.source or ""), columns, st.columns, st.qualified)
+            rows = dml.insert_frame(self.select(st.source or "", view), columns, st.columns, st.qualified)
             state.new_rows.append(_NewRows("insert", dml.conform_values(rows, columns), index))
             return
         names = [c.name for c in columns]
-        sql = {"delete": lambda: delete_select(st), "update": lambda: update_select(st, names),
-               "merge": lambda: merge_select(st, names)}[st.kind]()
-        df = self.select(sql)
+        sql = {"delete": lambda: delete_select(st, view), "update": lambda: update_select(st, names, view),
+               "merge": lambda: merge_select(st, names, view)}[st.kind]()
+        df = self.select(sql, view)
         if st.kind != "delete":  # read twice: for the delete files and for the new versions
             df = df.persist()
             state.cached.append(df)

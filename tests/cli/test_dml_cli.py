@@ -120,14 +120,9 @@ BAD_INPUT: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
-# ops/dml.py's UPDATE ignores a SET column the table lacks and commits a no-op update (reported, not ours to fix).
-_SET_BUG = pytest.mark.xfail(strict=True, reason="query UPDATE SET <unknown column> exits 0 and commits a snapshot")
-
-
 @pytest.mark.spark
 @pytest.mark.parametrize("backend", ["sqlite", "duckdb"])
-@pytest.mark.parametrize("case", [pytest.param(c, marks=_SET_BUG) if c == "unknown column in SET" else c
-                                  for c in BAD_INPUT])
+@pytest.mark.parametrize("case", list(BAD_INPUT))
 def test_bad_input(case: str, backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The issue's bad-input list: one line on stderr, exit 1, no traceback, the catalog file unchanged."""

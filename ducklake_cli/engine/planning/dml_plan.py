@@ -17,6 +17,8 @@ from ducklake_cli.engine.planning.predicates import Predicate
 from ducklake_cli.engine.planning.sql_rewrite import parse_query, quiet_sqlglot, syntax_message
 from ducklake_cli.errors import QueryError
 
+# The target's temp view; each statement gets its own (`TARGET_VIEW_<n>`): Spark Connect resolves a view's name
+# again whenever a frame built on it runs, so a reused name would make earlier statements read later ones' rows.
 TARGET_VIEW = "__ducklake_target"
 SOURCE_MARK = "__ducklake_src"
 ACTION = "__ducklake_action"
@@ -248,8 +250,8 @@ def _q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _target_from(st: Statement) -> str:
-    return f"{TARGET_VIEW} AS {_q(st.target_alias)}"
+def _target_from(st: Statement, view: str) -> str:
+    return f"{view} AS {_q(st.target_alias)}"
 
 
 def _loc(st: Statement) -> list[str]:
@@ -280,25 +282,39 @@ def target_predicates(st: Statement) -> list[Predicate]:
     return probe.predicates_for(refs[0]) if refs else []
 
 
-def delete_select(st: Statement) -> str:
-    """DELETE: the location of every row the WHERE keeps (all rows without WHERE)."""
+def delete_select(st: Statement, view: str = TARGET_VIEW) -> str:
+    """DELETE: the location of every row the WHERE keeps (all rows without WHERE); the target is temp view `view`."""
     where = f" WHERE {qualify_target(st, st.where)}" if st.where else ""
-    return f"SELECT {', '.join(_loc(st))} FROM {_target_from(st)}{where}"
+    return f"SELECT {', '.join(_loc(st))} FROM {_target_from(st, view)}{where}"
 
 
-def update_select(st: Statement, columns: list[str]) -> str:
+def _known(st: Statement, assigned: tuple[tuple[str, str], ...], columns: list[str]) -> None:
+    names = {c.lower() for c in columns}
+    for col, _ in assigned:
+        if col and col.lower() not in names:
+            raise QueryError(f"table {st.qualified} has no column {col}")
+
+
+def update_select(st: Statement, columns: list[str], view: str = TARGET_VIEW) -> str:
     """UPDATE: the location and new values (every top-level column, by name) of every row the WHERE keeps."""
+    _known(st, st.assignments, columns)
     given = {c.lower(): v for c, v in st.assignments}
     a = _q(st.target_alias)
     values = [f"{qualify_target(st, given[c.lower()])} AS {_q(c)}" if c.lower() in given else f"{a}.{_q(c)}"
               for c in columns]
     where = f" WHERE {qualify_target(st, st.where)}" if st.where else ""
-    return f"SELECT {', '.join(_loc(st) + values)} FROM {_target_from(st)}{where}"
+    return f"SELECT {', '.join(_loc(st) + values)} FROM {_target_from(st, view)}{where}"
 
 
-def merge_select(st: Statement, columns: list[str]) -> str:
+def merge_select(st: Statement, columns: list[str], view: str = TARGET_VIEW) -> str:
     """MERGE: per affected pair, the target row's location, the index of the clause that applies (`ACTION`) and
     the new values: the first clause whose condition holds wins, as in Spark, Delta and DuckDB."""
+    for clause in st.clauses:
+        _known(st, clause.assignments, columns)
+        if clause.action == "insert" and clause.assignments and not clause.assignments[0][0] \
+                and len(clause.assignments) != len(columns):
+            raise QueryError(f"MERGE INSERT VALUES gives {len(clause.assignments)} values for the "
+                             f"{len(columns)} columns of {st.qualified}; name the columns")
     a, s = _q(st.target_alias), _q(st.source_alias or "")
     matched = f"{a}.{LOCATION[2]} IS NOT NULL AND {s}.{SOURCE_MARK} IS NOT NULL"
     kinds = {"matched": matched, "not_matched": f"{a}.{LOCATION[2]} IS NULL",
@@ -309,7 +325,7 @@ def merge_select(st: Statement, columns: list[str]) -> str:
     for col in columns:
         arms = []
         for cond, c in zip(conds, st.clauses, strict=True):
-            given = {k.lower(): v for k, v in c.assignments}
+            given = {(k or columns[i]).lower(): v for i, (k, v) in enumerate(c.assignments)}
             if c.action == "update":
                 v = f"{s}.{_q(col)}" if c.star else given.get(col.lower(), f"{a}.{_q(col)}")
             elif c.action == "insert":
@@ -324,4 +340,4 @@ def merge_select(st: Statement, columns: list[str]) -> str:
         "LEFT OUTER JOIN" if inserts else "JOIN"
     source = f"(SELECT *, true AS {SOURCE_MARK} FROM {st.source}) AS {s}"
     return (f"SELECT {', '.join(_loc(st))}, {action} AS {ACTION}, {', '.join(values)} "
-            f"FROM {source} {join} {_target_from(st)} ON {qualify_target(st, st.on or 'true')}")
+            f"FROM {source} {join} {_target_from(st, view)} ON {qualify_target(st, st.on or 'true')}")

@@ -75,3 +75,18 @@ def test_merge_select_first_matching_clause_wins() -> None:
 def test_where_filters_prune_the_target() -> None:
     preds = target_predicates(parse_change("DELETE FROM t WHERE id >= 10 AND id < 20 AND v IN (SELECT v FROM u)"))
     assert {(p.column, p.op) for p in preds} >= {("id", ">="), ("id", "<")}
+
+
+def test_assigning_an_unknown_column_is_refused() -> None:
+    with pytest.raises(QueryError, match="no column nope"):
+        update_select(parse_change("UPDATE t SET nope = 1"), ["id", "v"])
+    with pytest.raises(QueryError, match="no column nope"):
+        merge_select(parse_change("MERGE INTO t USING s ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id, nope) "
+                                  "VALUES (s.id, 1)"), ["id", "v"])
+
+
+def test_merge_insert_values_without_columns_go_by_position() -> None:
+    st = parse_change("MERGE INTO t USING s ON t.id = s.id WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.v)")
+    assert "THEN s.v END AS `v`" in merge_select(st, ["id", "v"])
+    with pytest.raises(QueryError, match="gives 2 values for the 3 columns"):
+        merge_select(st, ["id", "v", "w"])
