@@ -31,6 +31,7 @@ from ducklake_cli.engine.ingest_duckdb import (
     read_files,
     sniff,
 )
+from ducklake_cli.engine.planning.dml_plan import quote_name
 from ducklake_cli.errors import InputError, UsageError
 
 if TYPE_CHECKING:
@@ -497,10 +498,6 @@ def conform(df: DataFrame, columns: Sequence[ColumnInfo], *, ignore_extra: bool)
             raise InputError(f"column {c.name!r} is {duckdb_name(c)} in the table but {input_type_name(f.dataType)} "
                              "in the input; converting could change values",
                              hint="cast it in --query, or write to a new table")
-        exprs.append(F.col(_spark_ref(f.name)).cast(target).alias(f"_c{i}"))
+        exprs.append(F.col(quote_name(f.name)).cast(target).alias(f"_c{i}"))
     return df.select(*exprs)
 
-
-def _spark_ref(name: str) -> str:
-    """A column reference Spark reads literally (dots, spaces, backticks)."""
-    return "`" + name.replace("`", "``") + "`"

@@ -16,7 +16,9 @@ def bad_key(df: DataFrame, keys: Sequence[str]) -> tuple[tuple[Any, ...], bool] 
     repeats; None when every row has its own non-NULL key."""
     from pyspark.sql import functions as F
 
-    cols = [F.col("`" + k.replace("`", "``") + "`") for k in keys]
+    from ducklake_cli.engine.planning.dml_plan import quote_name
+
+    cols = [F.col(quote_name(k)) for k in keys]
     has_null = F.lit(False)
     for c in cols:
         has_null = has_null | c.isNull()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ducklake_cli.engine.planning.dml_plan import quote_name
 from ducklake_cli.errors import NotFoundError, UsageError
 from ducklake_cli.ops.dml import ChangeResult, run_change
 from ducklake_cli.ops.tables import split_table_name
@@ -18,11 +19,6 @@ if TYPE_CHECKING:
 SOURCE_VIEW = "__ducklake_source"  # the input's name in a generated MERGE
 WHEN_MATCHED = ("update", "delete", None)
 WHEN_NOT_MATCHED = ("insert", None)
-
-
-def quote_name(name: str) -> str:
-    """An identifier Spark SQL reads literally."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def quote_table(table: str) -> str:
@@ -46,20 +42,7 @@ def update_sql(table: str, assignments: Mapping[str, str], where: str | None) ->
 
 def run_update(lake: Lake, table: str, assignments: Mapping[str, str], where: str | None, *,
                message: str | None = None, author: str | None = None) -> ChangeResult:
-    """UPDATE `table` SET `assignments` (column → Spark SQL expression) [WHERE `where`], as one snapshot; a column
-    the table does not have is a `QueryError`."""
-    from ducklake_cli.errors import QueryError
-
-    schema_name, name = split_table_name(table)
-    qualified = f"{schema_name}.{name}"
-    with lake.reader() as r:
-        try:
-            columns = {c.name.lower() for c in r.find_table(r.latest_snapshot().snapshot_id, qualified).columns}
-        except NotFoundError:
-            columns = None  # a view or nothing: run_change says which
-    unknown = [c for c in assignments if columns is not None and c.lower() not in columns]
-    if unknown:
-        raise QueryError(f"table {qualified} has no column {unknown[0]!r}")
+    """UPDATE `table` SET `assignments` (column → Spark SQL expression) [WHERE `where`], as one snapshot."""
     return run_change(lake, [update_sql(table, assignments, where)], message=message, author=author)
 
 

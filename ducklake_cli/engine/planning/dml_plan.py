@@ -246,16 +246,17 @@ def _merge(tree: exp.Merge, sql: str) -> Statement:
 
 # ----- the SELECTs that find affected rows -----------------------------------------------------------------
 
-def _q(name: str) -> str:
+def quote_name(name: str) -> str:
+    """An identifier Spark SQL reads literally."""
     return "`" + name.replace("`", "``") + "`"
 
 
 def _target_from(st: Statement, view: str) -> str:
-    return f"{view} AS {_q(st.target_alias)}"
+    return f"{view} AS {quote_name(st.target_alias)}"
 
 
 def _loc(st: Statement) -> list[str]:
-    a = _q(st.target_alias)
+    a = quote_name(st.target_alias)
     return [f"{a}.{n}" for n in LOCATION]
 
 
@@ -276,8 +277,8 @@ def target_predicates(st: Statement) -> list[Predicate]:
     """Filters of a DELETE's or UPDATE's WHERE on the target's own columns: files that cannot match are not read."""
     if not st.where or st.kind not in ("delete", "update"):
         return []
-    probe = parse_query(f"SELECT * FROM {_q(st.schema or 'main')}.{_q(st.table)} AS {_q(st.target_alias)} "
-                        f"WHERE {st.where}")
+    table = f"{quote_name(st.schema or 'main')}.{quote_name(st.table)}"
+    probe = parse_query(f"SELECT * FROM {table} AS {quote_name(st.target_alias)} WHERE {st.where}")
     refs = [r for r in probe.table_refs() if r.key[:2] == ((st.schema or "main").lower(), st.table.lower())]
     return probe.predicates_for(refs[0]) if refs else []
 
@@ -299,9 +300,9 @@ def update_select(st: Statement, columns: list[str], view: str = TARGET_VIEW) ->
     """UPDATE: the location and new values (every top-level column, by name) of every row the WHERE keeps."""
     _known(st, st.assignments, columns)
     given = {c.lower(): v for c, v in st.assignments}
-    a = _q(st.target_alias)
-    values = [f"{qualify_target(st, given[c.lower()])} AS {_q(c)}" if c.lower() in given else f"{a}.{_q(c)}"
-              for c in columns]
+    a = quote_name(st.target_alias)
+    values = [f"{qualify_target(st, given[c.lower()])} AS {quote_name(c)}" if c.lower() in given
+              else f"{a}.{quote_name(c)}" for c in columns]
     where = f" WHERE {qualify_target(st, st.where)}" if st.where else ""
     return f"SELECT {', '.join(_loc(st) + values)} FROM {_target_from(st, view)}{where}"
 
@@ -315,7 +316,7 @@ def merge_select(st: Statement, columns: list[str], view: str = TARGET_VIEW) -> 
                 and len(clause.assignments) != len(columns):
             raise QueryError(f"MERGE INSERT VALUES gives {len(clause.assignments)} values for the "
                              f"{len(columns)} columns of {st.qualified}; name the columns")
-    a, s = _q(st.target_alias), _q(st.source_alias or "")
+    a, s = quote_name(st.target_alias), quote_name(st.source_alias or "")
     matched = f"{a}.{LOCATION[2]} IS NOT NULL AND {s}.{SOURCE_MARK} IS NOT NULL"
     kinds = {"matched": matched, "not_matched": f"{a}.{LOCATION[2]} IS NULL",
              "not_matched_by_source": f"{s}.{SOURCE_MARK} IS NULL"}
@@ -327,13 +328,13 @@ def merge_select(st: Statement, columns: list[str], view: str = TARGET_VIEW) -> 
         for cond, c in zip(conds, st.clauses, strict=True):
             given = {(k or columns[i]).lower(): v for i, (k, v) in enumerate(c.assignments)}
             if c.action == "update":
-                v = f"{s}.{_q(col)}" if c.star else given.get(col.lower(), f"{a}.{_q(col)}")
+                v = f"{s}.{quote_name(col)}" if c.star else given.get(col.lower(), f"{a}.{quote_name(col)}")
             elif c.action == "insert":
-                v = f"{s}.{_q(col)}" if c.star else given.get(col.lower(), "NULL")
+                v = f"{s}.{quote_name(col)}" if c.star else given.get(col.lower(), "NULL")
             else:
                 v = "NULL"
             arms.append(f"WHEN {cond} THEN {v}")
-        values.append(f"CASE {' '.join(arms)} END AS {_q(col)}")
+        values.append(f"CASE {' '.join(arms)} END AS {quote_name(col)}")
     by_source = any(c.match == "not_matched_by_source" for c in st.clauses)
     inserts = any(c.match == "not_matched" for c in st.clauses)
     join = "FULL OUTER JOIN" if by_source and inserts else "RIGHT OUTER JOIN" if by_source else \
