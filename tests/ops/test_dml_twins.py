@@ -34,9 +34,8 @@ SRC = (
     "INSERT INTO src VALUES (1, 'm1'), (2, 'del'), (150, 'm150'), (1000, 'new')",
 )
 CROSS = (
-    step("DELETE FROM t WHERE id % 7 = 3"),
+    step("DELETE FROM t WHERE id % 7 = 3 OR id IN (4, 104)"),
     step("UPDATE t SET v = v || '!' WHERE id % 13 = 2"),
-    step("DELETE FROM t WHERE id IN (4, 104)"),
 )
 UPSERT = ("MERGE INTO t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v "
           "WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, s.v)")
@@ -168,6 +167,8 @@ SEQUENCES = [
         step("MERGE INTO t USING src s ON t.id = s.id WHEN NOT MATCHED BY SOURCE AND t.id >= 190 THEN DELETE"),
         step("MERGE INTO t USING src s ON t.id = s.id "
              "WHEN NOT MATCHED BY SOURCE AND t.id BETWEEN 20 AND 49 THEN UPDATE SET v = 'orphan'"),
+        step("MERGE INTO t USING src s ON t.id = s.id "
+             "WHEN NOT MATCHED AND s.v = 'new' THEN INSERT (id, v) VALUES (s.id, s.v || '!')"),
     ), CROSS),
     # 70 matches and 20 new rows: the 20 inserted rows' ids depend on row order (compared as a set from here).
     Sequence_("merge_upsert_large", (
@@ -191,7 +192,7 @@ SEQUENCES = [
              rows_only=True),
     ), CROSS),
     Sequence_("inlined_inserts", TWO_FILES, (
-        step("INSERT INTO t VALUES (1000, 'a')"),
+        step("INSERT INTO t (v, id) VALUES ('a', 1000)"),
         step("INSERT INTO t VALUES (1001, 'b'), (1002, 'c'), (1003, 'd')"),
         step("INSERT INTO t SELECT id + 2000, v FROM t WHERE id < 10"),
         step("DELETE FROM t WHERE id IN (1001, 2003)"),
