@@ -265,7 +265,8 @@ class Lakes:
                 self.history[sid] = rows["a"][sid]
                 continue
             for name, lake_rows in rows.items():
-                if sid < self.broken_before.get(name, sid + 1):
+                broken = self.broken_before.get(name)
+                if broken is not None and sid < broken:
                     continue
                 assert lake_rows[sid] == self.history[sid], (
                     f"snapshot {sid} of lake {name.upper()} read by DuckDB changed since it was made\n"
