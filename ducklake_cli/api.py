@@ -31,7 +31,9 @@ class Lake(_BaseLake):
 
     @contextlib.contextmanager
     def _on(self, session: SparkSession | None) -> Iterator[None]:
-        previous, self._session = self._session, session or self._session
+        from ducklake_cli.engine.session import adopt
+
+        previous, self._session = self._session, adopt(session) if session is not None else self._session
         try:
             yield
         finally:
@@ -44,7 +46,8 @@ class Lake(_BaseLake):
         """A table (`name` in schema main, or `schema.name`) at a snapshot as a Spark DataFrame."""
         from ducklake_cli.ops.query import table_dataframe
 
-        return table_dataframe(self, name, at=SnapshotSelector(snapshot, as_of), spark=spark, with_rowid=with_rowid)
+        with self._on(spark):
+            return table_dataframe(self, name, at=SnapshotSelector(snapshot, as_of), with_rowid=with_rowid)
 
     def sql(
         self, query: str, *, snapshot: int | None = None, as_of: dt.datetime | None = None,
@@ -53,9 +56,8 @@ class Lake(_BaseLake):
         """Spark SQL over the lake's tables (`schema.table`, `VERSION AS OF n`, `TIMESTAMP AS OF '…'`)."""
         from ducklake_cli.ops.query import sql_dataframe
 
-        return sql_dataframe(self, query, at=SnapshotSelector(snapshot, as_of), spark=spark)
-
-
+        with self._on(spark):
+            return sql_dataframe(self, query, at=SnapshotSelector(snapshot, as_of))
     @overload
     def write(
         self, df: DataFrame, table: str, *, mode: Literal["merge"], on: Sequence[str] | None = None,

@@ -249,8 +249,15 @@ def build_session(
         for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
             logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     if not settings.remote:  # Spark Connect's getOrCreate applied them already, in one request
-        for key, value in REQUIRED_CONF.items():
-            spark.conf.set(key, value)  # an existing session (getOrCreate) may predate our settings
+        adopt(spark)  # an existing session (getOrCreate) may predate our settings
+    return spark
+
+
+def adopt(spark: SparkSession) -> SparkSession:
+    """A session we did not build (the API caller's) with the settings our reads and writes depend on."""
+    for key, value in REQUIRED_CONF.items():
+        if spark.conf.get(key, None) != value:
+            spark.conf.set(key, value)
     return spark
 
 
