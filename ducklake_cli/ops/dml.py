@@ -430,13 +430,12 @@ def run_change(lake: Lake, statements: Sequence[str], *, dry_run: bool = False, 
     from ducklake_cli.engine.session import spark_errors
 
     parsed = parse_script(statements)
-    with lake.reader() as r:
-        meta = r.metadata()
-    if (meta.option("require_commit_message") or "false").lower() == "true" and not message and not dry_run:
-        raise UsageError("this lake requires a commit message", hint="pass --message")
-    if parsed[0].kind in ("create", "overwrite"):
+    if parsed[0].kind in ("create", "overwrite"):  # the write path checks the lake's options itself
         return _whole_table(lake, parsed[0], dry_run=dry_run, message=message, author=author)
     change = _Change(lake, sources or {})
+    if (change.meta.option("require_commit_message") or "false").lower() == "true" and not message \
+            and not dry_run:
+        raise UsageError("this lake requires a commit message", hint="pass --message")
     try:
         with spark_errors():
             for i, st in enumerate(parsed):

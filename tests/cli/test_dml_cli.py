@@ -93,6 +93,22 @@ def test_delete_refuses_without_clear_consent(args: tuple[str, ...], needle: str
     assert _digest(catalog, data) == before
 
 
+def test_change_without_a_required_commit_message_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lake with `require_commit_message`: a change without -m exits 2 before Spark starts, nothing changed."""
+    catalog, data = _lake(tmp_path)
+    con = oracle_connect()
+    try:
+        con.execute(attach_clause("sqlite", catalog, data))
+        con.execute("CALL lake.set_option('require_commit_message', true)")
+    finally:
+        con.close()
+    before = _digest(catalog, data)
+    code, _, err = _cli(capsys, monkeypatch, "query", str(catalog), "DELETE FROM t WHERE id = 1")
+    assert code == 2 and "requires a commit message" in err and err.count("\n") == 1, err
+    assert _digest(catalog, data) == before
+
+
 @pytest.mark.parametrize("args", [("--mode", "merge"), ("--on", "id"), ("--mode", "merge", "--on", "id",
                                                                         "--no-inline")])
 def test_write_merge_options(args: tuple[str, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str],
