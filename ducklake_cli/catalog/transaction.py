@@ -42,6 +42,8 @@ class Transaction:
         self.next_catalog_id = latest.next_catalog_id
         self.next_file_id = latest.next_file_id
         self.schema_changed = False
+        self.versioned_tables: set[int] = set()  # tables with a `ducklake_schema_versions` row in this snapshot
+        self.inlined_made: dict[int, str] = {}  # table id → the inlined-data table an ALTER made in this snapshot
         self.now = dt.datetime.now(dt.UTC)
         self._changes: list[tuple[str, str]] = []
 

@@ -48,16 +48,25 @@ def ensure_schema(tx: Transaction, name: str, *, path: str | None = None) -> Sch
     return schema
 
 
-def _column_rows(tx: Transaction, table_id: int, cols: Sequence[ColumnInfo]) -> list[dict[str, Any]]:
+def column_rows(tx: Transaction, table_id: int, cols: Sequence[ColumnInfo]) -> list[dict[str, Any]]:
+    """`ducklake_column` rows of columns (and their children, pre-order) beginning at this snapshot, as given."""
     rows = []
     for c in cols:
         rows.append({"column_id": c.column_id, "begin_snapshot": tx.snapshot_id, "end_snapshot": None,
-                     "table_id": table_id, "column_order": c.column_id, "column_name": c.name,
-                     "column_type": c.type, "initial_default": None, "default_value": "NULL",
-                     "nulls_allowed": c.nulls_allowed, "parent_column": c.parent_column,
-                     "default_value_type": "" if c.children else "literal", "default_value_dialect": "duckdb"})
-        rows.extend(_column_rows(tx, table_id, c.children))
+                     "table_id": table_id, "column_order": c.column_order, "column_name": c.name,
+                     "column_type": c.type, "initial_default": c.initial_default,
+                     "default_value": c.default_value or "NULL", "nulls_allowed": c.nulls_allowed,
+                     "parent_column": c.parent_column, "default_value_type": c.default_value_type or "",
+                     "default_value_dialect": "duckdb"})
+        rows.extend(column_rows(tx, table_id, c.children))
     return rows
+
+
+def _created(col: ColumnInfo, begin: int) -> ColumnInfo:
+    """A column of CREATE TABLE as DuckDB records it: order = id, parents of nested types with kind `''`."""
+    kids = tuple(_created(k, begin) for k in col.children)
+    kind = "" if kids else (col.default_value_type or "literal")
+    return replace(col, column_order=col.column_id, default_value_type=kind, begin_snapshot=begin, children=kids)
 
 
 def create_table(tx: Transaction, schema: SchemaInfo, name: str, columns: Sequence[ColumnInfo],
@@ -70,7 +79,7 @@ def create_table(tx: Transaction, schema: SchemaInfo, name: str, columns: Sequen
 
     tid = tx.catalog_id()
     tpath, relative = path or (dir_name(name), True)
-    cols = tuple(replace(c, begin_snapshot=tx.snapshot_id) for c in columns)
+    cols = tuple(_created(c, tx.snapshot_id) for c in columns)
     table = TableInfo(table_id=tid, table_uuid=uuid7(), schema_id=schema.schema_id, schema_name=schema.name,
                       name=name, path=tpath, path_is_relative=relative, begin_snapshot=tx.snapshot_id,
                       columns=cols)
@@ -78,7 +87,7 @@ def create_table(tx: Transaction, schema: SchemaInfo, name: str, columns: Sequen
     tx.insert(s.table_t, [{"table_id": tid, "table_uuid": table.table_uuid, "begin_snapshot": tx.snapshot_id,
                            "end_snapshot": None, "schema_id": schema.schema_id, "table_name": name,
                            "path": tpath, "path_is_relative": relative}])
-    tx.insert(s.column_t, _column_rows(tx, tid, cols))
+    tx.insert(s.column_t, column_rows(tx, tid, cols))
     tx.insert(s.schema_versions_t, [{"begin_snapshot": tx.snapshot_id, "schema_version": tx.schema_version,
                                      "table_id": tid}])
     if partition:
