@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -17,6 +18,7 @@ from ducklake_cli.catalog.types import FLOAT_TYPES, INT_TYPES
 from ducklake_cli.engine.planning.counts import TableCounts, table_counts
 from ducklake_cli.errors import ChangeParseError
 from ducklake_cli.lake import Lake
+from ducklake_cli.ops.options import OptionRow, effective_options, lake_options, options_section, table_entries
 from ducklake_cli.ops.results import Section, jsonable
 
 
@@ -50,6 +52,7 @@ class LakeSummary:
     snapshot_count: int
     tables: tuple[TableSummary, ...]
     views: tuple[str, ...]
+    options: tuple[OptionRow, ...] = ()
 
     def to_json(self) -> Any:
         """Stable JSON shape (README: `inspect --format json`)."""
@@ -72,6 +75,7 @@ class LakeSummary:
             Section("DuckLake", ("property", "value"), facts, csv=False),
             Section("Tables", ("schema", "table", "live_rows", "data_files", "delete_files", "bytes",
                                "inlined_rows"), rows),
+            dataclasses.replace(options_section(self.options), csv=False),
         ]
 
 
@@ -146,6 +150,7 @@ class TableDetail:
     file_size_histogram: dict[str, int]
     delete_files: tuple[DeleteFileRow, ...]
     inlined: tuple[InlinedRow, ...]
+    options: tuple[OptionRow, ...] = ()
 
     def to_json(self) -> Any:
         """Stable JSON shape (README: `inspect TABLE --format json`)."""
@@ -176,6 +181,7 @@ class TableDetail:
         if self.inlined:
             out.append(Section("Inlined data", ("table", "schema_version", "live_rows"),
                                tuple((i.table_name, i.schema_version, i.live_rows) for i in self.inlined), csv=False))
+        out.append(dataclasses.replace(options_section(self.options), csv=False))
         return out
 
 
@@ -268,6 +274,7 @@ def summary(lake: Lake, *, at: SnapshotSelector = LATEST) -> LakeSummary:
             data_path=r.data_path, created_by=meta.created_by, snapshot_id=snap.snapshot_id,
             snapshot_time=snap.snapshot_time, schema_version=snap.schema_version, snapshot_count=r.snapshot_count(),
             tables=tuple(_table_summary(t, counts[t.table_id]) for t in tables), views=views,
+            options=lake_options(meta, table_entries(tables, schemas), fixed=False),
         )
 
 
@@ -396,4 +403,6 @@ def table_detail(lake: Lake, table: str, *, at: SnapshotSelector = LATEST) -> Ta
                                for d in deletes),
             inlined=tuple(InlinedRow(i.table_name, i.schema_version, r.inlined_row_count(sid, i))
                           for i in t.inlined_tables),
+            options=effective_options(r.metadata(), table_id=t.table_id, schema_id=t.schema_id,
+                                      entries=table_entries([t], schemas)),
         )
