@@ -36,7 +36,7 @@ from ducklake_cli.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     import duckdb
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import DataType
 
 INPUT_FORMATS = ("parquet", "csv", "json", "orc")
@@ -146,11 +146,41 @@ def _refuse_duplicates(names: Sequence[str]) -> None:
         raise InputError(f"the input has duplicate column names: {', '.join(dupes)}")
 
 
-def refuse_no_columns(columns: Sequence[ColumnInfo], what: str) -> None:
-    """A table without columns makes DuckDB refuse to attach the whole lake: never create one."""
-    if not columns:
+def refuse_nameless(names: Sequence[str], what: str) -> None:
+    """Input with no columns, or a column with an empty name, is refused (DuckDB can read neither back)."""
+    if not names:
         raise InputError(f"{what} has no columns; a DuckLake table needs at least one",
                          hint="check the input; nothing was written")
+    if "" in names:
+        raise InputError(f"{what} has a column with an empty name; DuckDB cannot read such a column",
+                         hint="rename it; nothing was written")
+
+
+def refuse_unstorable(columns: Sequence[ColumnInfo], what: str) -> None:
+    """Columns DuckDB cannot attach or read must never reach the catalog: no columns at all (DuckDB refuses to
+    attach the whole lake), an empty name, a struct without fields, or two fields named alike (case-insensitive)."""
+    refuse_nameless([c.name for c in columns], what)
+
+    def walk(siblings: Sequence[ColumnInfo], where: str) -> None:
+        seen: set[str] = set()
+        for c in siblings:
+            name = f"{where}.{c.name}" if where else repr(c.name)
+            if not c.name:
+                raise InputError(f"{what} has a column with an empty name{f' in {where}' if where else ''}; "
+                                 "DuckDB cannot read such a column", hint="rename it; nothing was written")
+            if c.name.lower() in seen:
+                raise InputError(f"{what} has two columns named {name} (names are case-insensitive)")
+            seen.add(c.name.lower())
+            if c.type == "struct" and not c.children:
+                raise InputError(f"column {name} of {what} is a struct without fields, which DuckLake cannot "
+                                 "store", hint="drop it or give it a field; nothing was written")
+            if c.type == "struct":
+                walk(c.children, name)
+            else:  # list element and map key/value: their own names are fixed
+                for child in c.children:
+                    walk([child], f"{name}[]" if c.type == "list" else f"{name} {child.name}")
+
+    walk(columns, "")
 
 
 def parse_schema_option(text: str) -> list[tuple[str, str]]:
@@ -369,7 +399,7 @@ def _read_duckdb(spark: SparkSession, files: list[str], fmt: str, options: Mappi
         overrides = _overrides(con, names, table, schema)
         types = [overrides.get(n.lower(), t) for n, t in zip(names, types, strict=True)]
         columns = columns_from_duckdb(names, types)
-        refuse_no_columns(columns, label or "the input")
+        refuse_unstorable(columns, label or "the input")
     finally:
         con.close()
     parse = tuple(str(t) for t in types)
@@ -472,8 +502,9 @@ def accepts(table: ColumnInfo, given: DataType, where: str) -> bool:
 
 
 def conform(df: DataFrame, columns: Sequence[ColumnInfo], *, ignore_extra: bool) -> DataFrame:
-    """Select the table's columns from `df` by name (case-insensitive), cast where no value can change, NULL for
-    missing nullable columns; refuse other types (naming both), missing NOT NULL columns and extra columns.
+    """Select the table's columns from `df` by name (case-insensitive), cast where no value can change, the DEFAULT
+    (else NULL) for missing columns; refuse other types (naming both), missing NOT NULL columns without a DEFAULT
+    and extra columns.
     Output columns are named `_c0`, `_c1`, … in table order: Spark's `mapInArrow` mis-resolves dotted names."""
     from pyspark.sql import functions as F
 
@@ -490,9 +521,10 @@ def conform(df: DataFrame, columns: Sequence[ColumnInfo], *, ignore_extra: bool)
         f = by_name.get(c.name.lower())
         target = spark_type(c)
         if f is None:
-            if not c.nulls_allowed:
-                raise InputError(f"the input lacks column {c.name!r}, which is NOT NULL")
-            exprs.append(F.lit(None).cast(target).alias(f"_c{i}"))
+            default = column_default(df, c)
+            if default is None and not c.nulls_allowed:
+                raise InputError(f"the input lacks column {c.name!r}, which is NOT NULL and has no DEFAULT")
+            exprs.append((F.lit(None).cast(target) if default is None else default).alias(f"_c{i}"))
             continue
         if f.dataType != target and not accepts(c, f.dataType, repr(c.name)):
             raise InputError(f"column {c.name!r} is {duckdb_name(c)} in the table but {input_type_name(f.dataType)} "
@@ -501,3 +533,39 @@ def conform(df: DataFrame, columns: Sequence[ColumnInfo], *, ignore_extra: bool)
         exprs.append(F.col(quote_name(f.name)).cast(target).alias(f"_c{i}"))
     return df.select(*exprs)
 
+
+
+def column_default(df: DataFrame, col: ColumnInfo) -> Column | None:
+    """What an append gives a column its input lacks, as DuckDB's INSERT does: the DEFAULT (a literal read as
+    DuckDB reads its text; an expression such as now() computed by Spark, once per write), or None for NULL."""
+    import datetime as dt
+
+    from pyspark.sql import functions as F
+
+    from ducklake_cli.catalog.inlined import decode_inlined
+    from ducklake_cli.engine.spark_types import spark_type
+    from ducklake_cli.engine.writer import spark_expression
+
+    text, target = col.default_value, spark_type(col)
+    if text is None or text == "NULL":  # DuckDB also reads a VARCHAR literal 'NULL' back as NULL
+        return None
+    cant = InputError(f"the input lacks column {col.name!r}, whose DEFAULT {text} `ducklake` cannot compute",
+                      hint="give the column in the input")
+    if col.default_value_type == "expression":
+        sql = spark_expression(text, {})
+        try:
+            out = F.expr(sql).cast(target) if sql is not None else None
+            if out is not None:
+                df.select(out).schema  # noqa: B018 (analysis happens here, also on Spark Connect)
+        except Exception:  # Spark's parse and analysis errors have no common base class
+            out = None
+        if out is None:
+            raise cant
+        return out
+    try:
+        value = decode_inlined([(0, text)], [col]).column(1)[0].as_py()
+    except Exception as exc:  # duckdb.Error: a literal DuckDB cannot cast to the column type
+        raise cant from exc
+    if isinstance(value, dt.datetime):  # as text: a Python datetime would pass through the local time zone
+        return F.lit(value.isoformat(sep=" ")).cast(target)
+    return F.lit(value).cast(target)

@@ -8,7 +8,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ducklake_cli.catalog.models import ColumnInfo, NewDataFile
+from ducklake_cli.catalog.models import ColumnInfo, NewDataFile, SortKey
 from ducklake_cli.catalog.partitions import bucket_count, hive_key_names, transform_name
 from ducklake_cli.catalog.types import DECIMAL_TYPE
 from ducklake_cli.engine.parquet_files import FileSpec, Leaf, PartitionKey, file_from_json, write_batches
@@ -16,7 +16,7 @@ from ducklake_cli.errors import UsageError
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import DataType
 
 
@@ -180,13 +180,102 @@ def partition_exprs(df: DataFrame, keys: Sequence[PartitionKey]) -> list[Any]:
     return out
 
 
-def write_files(df: DataFrame, spec: FileSpec, *, single_file: bool = False) -> list[NewDataFile]:
+def spark_expression(text: str, names: Mapping[str, str] | None = None) -> str | None:
+    """A DuckDB SQL expression from the catalog (a DEFAULT, a sort key) as Spark SQL, with column `c` renamed to
+    `names[c.lower()]`; None when it cannot be translated or names a column not in `names`."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    from ducklake_cli.engine.planning.sql_rewrite import quiet_sqlglot
+
+    try:
+        with quiet_sqlglot():
+            tree = sqlglot.parse_one(text, read="duckdb")
+        if names is not None:
+            for node in list(tree.find_all(exp.Column)):
+                head, *rest = [p.name for p in node.parts]
+                if head.lower() not in names:
+                    return None
+                new: exp.Expression = exp.column(names[head.lower()], quoted=True)
+                for field_name in rest:  # `s.x`: field x of struct column s
+                    new = exp.Dot(this=new, expression=exp.to_identifier(field_name, quoted=True))
+                replaced = node.replace(new)
+                tree = replaced if node is tree else tree
+        return tree.sql(dialect="spark")
+    except SqlglotError:
+        return None
+
+
+def sort_orders(df: DataFrame, columns: Sequence[ColumnInfo], keys: Sequence[SortKey], table: str) -> list[Column]:
+    """Spark sort orders for a table's sort keys (DuckDB expressions over column names) on `df`, whose leading
+    columns are `columns` by position; a key Spark cannot compute is refused, naming it."""
+    from pyspark.sql import functions as F
+
+    names = {c.name.lower(): df.columns[i] for i, c in enumerate(columns)}
+    out = []
+    for k in sorted(keys, key=lambda k: k.key_index):
+        text = spark_expression(k.expression, names)
+        try:
+            col = F.expr(text) if text is not None else None
+            if col is not None:
+                df.select(col).schema  # noqa: B018 (analysis happens here, also on Spark Connect)
+        except Exception:  # Spark's parse and analysis errors have no common base class
+            col = None
+        if col is None:
+            raise UsageError(f"table {table} is sorted by {k.expression}, which `ducklake` cannot compute on Spark",
+                             hint="RESET SORTED BY in DuckDB, or set the table option sort_on_insert=false for "
+                                  "unsorted writes")
+        desc, nulls_first = k.direction.upper() == "DESC", k.null_order.upper().startswith("NULLS_FIRST")
+        out.append((col.desc_nulls_first() if nulls_first else col.desc_nulls_last()) if desc
+                   else (col.asc_nulls_first() if nulls_first else col.asc_nulls_last()))
+    return out
+
+
+def sort_on_insert(option: str | None) -> bool:
+    """Whether inserts sort by the table's sort keys (option `sort_on_insert`, default true)."""
+    return (option or "true").strip().lower() not in ("false", "0", "off", "no")
+
+
+def sort_arrow(table: pa.Table, keys: Sequence[SortKey], what: str) -> pa.Table:
+    """Rows of a driver-side Arrow table ordered by sort keys, evaluated by DuckDB itself (ties keep their order)."""
+    import duckdb
+    import pyarrow as pa
+
+    if not keys or table.num_rows < 2:
+        return table
+    pos = "__ducklake_position"
+    order = ", ".join(f"{k.expression} {'DESC' if k.direction.upper() == 'DESC' else 'ASC'} "
+                      f"{'NULLS FIRST' if k.null_order.upper().startswith('NULLS_FIRST') else 'NULLS LAST'}"
+                      for k in sorted(keys, key=lambda k: k.key_index))
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        con.register("rows_to_sort", table.append_column(pos, pa.array(range(table.num_rows), pa.int64())))
+        picked = con.execute(f"SELECT {pos} FROM rows_to_sort ORDER BY {order}, {pos}").fetchall()
+    except duckdb.Error as exc:
+        raise UsageError(f"{what} is sorted by {order}, which DuckDB cannot evaluate here: "
+                         f"{str(exc).splitlines()[0]}") from exc
+    finally:
+        con.close()
+    return table.take([p for (p,) in picked])
+
+
+def write_files(df: DataFrame, spec: FileSpec, *, single_file: bool = False,
+                sort: Sequence[Column] = ()) -> list[NewDataFile]:
     """Run the Spark job writing `df` (already conformed) as Parquet under `spec.table_dir` (`single_file`: one
-    task, so one output file up to the target size — compaction)."""
+    task, so one output file up to the target size — compaction). `sort`: the table's sort order, over all files
+    in file order (as DuckDB sorts an insert), or within each partition's files when partitioned."""
     if single_file:
         df = df.coalesce(1)
+        if sort:
+            df = df.sortWithinPartitions(*sort)
     elif spec.keys:
         df = df.repartition(*partition_exprs(df, spec.keys))
+        if sort:
+            df = df.sortWithinPartitions(*sort)
+    elif sort:
+        df = df.orderBy(*sort)  # range partitions in order, so files (and row ids) follow the sort
     out = df.mapInArrow(functools.partial(write_batches, spec=spec), "file string")
     return [file_from_json(r[0]) for r in out.collect()]
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, InlinedTable, NewDataFile, SchemaInfo, TableInfo
 from ducklake_cli.catalog.paths import table_dir
-from ducklake_cli.engine.writer import partition_keys
+from ducklake_cli.engine.writer import partition_keys, sort_arrow
 from ducklake_cli.errors import CommitConflictError
 from ducklake_cli.ops.maintenance import FileAction, MaintenanceReport, Plan
 from ducklake_cli.ops.tables import MaintenanceContext, file_spec, maintenance_context, pick_tables
@@ -105,6 +105,7 @@ class FlushPlan(Plan):
         table = pa.table([*[data.column(f"c{c.column_id}") for c in b.columns], data.column("row_id"),
                           pa.array([int(row[1]) for row in rows], pa.int64())],
                          names=[*[c.name for c in b.columns], ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN])
+        table = sort_arrow(table, b.table.sort_keys, f"table {b.schema.name}.{b.table.name}")  # DuckDB: always
         tdir = table_dir(self.ctx.data_path, b.schema, b.table)
         partition = [(f.column_id, f.transform) for f in b.table.partition.fields] if b.table.partition else []
         live_ids = {c.column_id for c in b.columns}

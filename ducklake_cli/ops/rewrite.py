@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ducklake_cli.catalog.models import DataFile, NewDataFile, SchemaInfo, TableInfo
+from ducklake_cli.catalog.models import DataFile, NewDataFile, SchemaInfo, SortKey, TableInfo
 from ducklake_cli.catalog.partitions import hive_key_aliases, hive_value
 from ducklake_cli.catalog.paths import file_path, relative_to_root, table_dir
 from ducklake_cli.errors import CommitConflictError, UsageError
@@ -37,6 +37,7 @@ class FileGroup:
     partition_id: int | None
     partition_values: tuple[str | None, ...]
     deleted_rows: int = 0
+    sort_keys: tuple[SortKey, ...] = ()  # the table's current ones: DuckDB sorts rewritten files by them
 
     @property
     def size(self) -> int:
@@ -138,7 +139,7 @@ class _RewritePlan(Plan):
         from ducklake_cli.engine.planning.scan_plan import plan_scan
         from ducklake_cli.engine.scan import scan
         from ducklake_cli.engine.session import spark_errors
-        from ducklake_cli.engine.writer import write_files
+        from ducklake_cli.engine.writer import sort_orders, write_files
 
         ids = {f.data_file_id for f in g.files}
         with lake.reader() as r:
@@ -154,7 +155,8 @@ class _RewritePlan(Plan):
         spark = lake.spark()
         with spark_errors():
             df = scan(spark, plan, with_lineage=True)
-            files = write_files(df, spec, single_file=self.verb == "compact")
+            sort = sort_orders(df, g.table.columns, g.sort_keys, f"{g.schema.name}.{g.table.name}")
+            files = write_files(df, spec, single_file=self.verb == "compact", sort=sort)
         return [dataclasses.replace(f, partition_values=g.partition_values) for f in files]
 
     def apply(self, lake: Lake) -> MaintenanceReport:
@@ -303,7 +305,8 @@ def plan_compact(lake: Lake, *, table: str | None = None, max_input_files: int |
                 for run in runs.values():
                     if len(run) >= 2 and (budget is None or budget >= 2):
                         take = run if budget is None else run[:budget]
-                        groups.append(FileGroup(definition, schema, tuple(take), pid, pvals))
+                        groups.append(FileGroup(definition, schema, tuple(take), pid, pvals,
+                                                sort_keys=t.sort_keys))
                         budget = None if budget is None else budget - len(take)
     return CompactPlan(ctx, groups, notes=notes)
 
@@ -332,5 +335,6 @@ def plan_rewrite(lake: Lake, *, table: str | None = None, threshold: float | Non
                     # The new file starts at the rewrite's snapshot, so it holds today's columns (defaults of
                     # columns added since filled in), as readers expect of a file that new.
                     pv = values.get(f.data_file_id, {})
-                    groups.append(FileGroup(t, schema, (f,), f.partition_id, tuple(pv[i] for i in sorted(pv)), gone))
+                    groups.append(FileGroup(t, schema, (f,), f.partition_id, tuple(pv[i] for i in sorted(pv)), gone,
+                                            sort_keys=t.sort_keys))
     return RewritePlan(ctx, groups, notes=notes)

@@ -227,7 +227,7 @@ def _read(lake: Lake, target: _Target, *, source: Sequence[str], query: str | No
           input_format: str | None, options: Mapping[str, str] | None, schema: str | None, on_error: str,
           at: SnapshotSelector, requests: Any, ignore_extra_columns: bool) -> _Input:
     """Read the input (files, a query or a frame) lazily and conform it to the table (or the new table's) columns."""
-    from ducklake_cli.engine.ingest import conform, read_input, refuse_no_columns
+    from ducklake_cli.engine.ingest import conform, read_input, refuse_nameless, refuse_unstorable
     from ducklake_cli.engine.writer import columns_from_spark
     from ducklake_cli.ops.query import sql_dataframe
 
@@ -242,6 +242,7 @@ def _read(lake: Lake, target: _Target, *, source: Sequence[str], query: str | No
         df, parsed = frame, None
     else:
         df, parsed = sql_dataframe(lake, query or "", at=at), None
+    refuse_nameless(df.columns, "the input")  # also for an existing table: rows of defaults alone are no input
     if target.existing is not None:
         columns = target.existing.columns
         partition = [(f.column_id, f.transform) for f in target.existing.partition.fields] \
@@ -251,20 +252,23 @@ def _read(lake: Lake, target: _Target, *, source: Sequence[str], query: str | No
                              hint="omit --partition-by when appending to an existing table")
     else:
         columns = parsed if parsed is not None else columns_from_spark(df.schema)
-        refuse_no_columns(columns, "the input")
+        refuse_unstorable(columns, "the input")
         partition = resolve_partition(columns, requests)
     return _Input(conform(df, columns, ignore_extra=ignore_extra_columns), columns, list(partition), skipped)
 
 
 def _write(lake: Lake, target: _Target, got: _Input) -> tuple[list[NewDataFile], int]:
     """Write the input's data files (Spark executors); the files and how many malformed rows were skipped."""
-    from ducklake_cli.engine.writer import write_files
+    from ducklake_cli.engine.writer import sort_on_insert, sort_orders, write_files
 
+    keys = target.existing.sort_keys if target.existing is not None else ()
+    sort = sort_orders(got.df, got.columns, keys, f"{target.schema_name}.{target.name}") \
+        if keys and sort_on_insert(_option(target.meta, "sort_on_insert", target)) else []
     spec = file_spec(lake, target.meta, table_dir=target.table_dir, columns=got.columns,
                      keys=partition_keys(got.columns, got.partition),
                      table_id=target.existing.table_id if target.existing else None,
                      schema_id=target.schema.schema_id if target.schema else None)
-    files = write_files(got.df, spec)
+    files = write_files(got.df, spec, sort=sort)
     return files, got.skipped() if got.skipped is not None else 0
 
 
@@ -272,6 +276,7 @@ def _commit(lake: Lake, target: _Target, columns: Sequence[ColumnInfo], partitio
             files: list[NewDataFile], *, mode: str, message: str | None, author: str | None,
             limit: int) -> WriteResult:
     from ducklake_cli.catalog.inlined import encode_inlined
+    from ducklake_cli.engine.ingest import refuse_unstorable
     from ducklake_cli.engine.parquet_files import data_stats
     from ducklake_cli.engine.writer import leaves
 
@@ -295,6 +300,7 @@ def _commit(lake: Lake, target: _Target, columns: Sequence[ColumnInfo], partitio
 
         table = _table_at(tx, target)
         if table is None:
+            refuse_unstorable(columns, "the input")  # where every table creation meets (write, merge, CTAS)
             schema = ensure_schema(tx, target.schema_name, path=target.schema_dir_name)
             planned = ensure_dir(target.schema_dir_name)
             path = (target.table_dir_name, True) if (schema.path or "") == planned else (target.table_dir, False)
