@@ -1,0 +1,177 @@
+"""Catalog rows for Parquet files registered in place, as DuckDB's `ducklake_add_data_files` writes them (spec §1.2
+column/name mappings, §3.6, §11): absolute paths, one `map_by_name` mapping per distinct file layout (an equal
+mapping of the table is reused), footer statistics, row ids continuing the table's, and the table stats merged."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import and_, select, update
+
+from ducklake_cli.catalog import schema as s
+from ducklake_cli.catalog.models import TableInfo
+from ducklake_cli.catalog.stats import merge_bound
+from ducklake_cli.catalog.transaction import Transaction
+from ducklake_cli.catalog.types import FLOAT_TYPES
+
+MAP_BY_NAME = "map_by_name"
+
+
+@dataclass(frozen=True)
+class MappingRow:
+    """A `ducklake_name_mapping` row: mapping-local id, the file's field name, the table column it feeds."""
+
+    column_id: int
+    source_name: str
+    target_field_id: int
+    parent_column: int | None
+    is_partition: bool = False
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """A `ducklake_file_column_stats` row from the footer (None: the footer does not say)."""
+
+    column_id: int
+    column_size_bytes: int
+    value_count: int | None
+    null_count: int | None
+    min_value: str | None
+    max_value: str | None
+
+
+@dataclass(frozen=True)
+class RegisteredFile:
+    """An existing Parquet file to register: absolute path, sizes, its mapping, stats and partition values."""
+
+    path: str
+    record_count: int
+    file_size_bytes: int
+    footer_size: int
+    mapping: tuple[MappingRow, ...]
+    stats: tuple[FileStat, ...]
+    partition_values: tuple[str | None, ...] = ()
+
+
+def _canonical(rows: Sequence[MappingRow]) -> frozenset[tuple[str, int, int | None, bool]]:
+    """A mapping compared as DuckDB compares them: field order does not matter, names and targets do."""
+    target = {r.column_id: r.target_field_id for r in rows}
+    return frozenset((r.source_name, r.target_field_id, target.get(r.parent_column) if r.parent_column is not None
+                      else None, r.is_partition) for r in rows)
+
+
+def _existing_mappings(tx: Transaction, table_id: int) -> dict[frozenset[tuple[str, int, int | None, bool]], int]:
+    cm, nm = s.column_mapping_t, s.name_mapping_t
+    ids = [r.mapping_id for r in tx.execute(select(cm.c.mapping_id).where(
+        and_(cm.c.table_id == table_id, cm.c.type == MAP_BY_NAME)).order_by(cm.c.mapping_id))]
+    if not ids:
+        return {}
+    rows: dict[int, list[MappingRow]] = {i: [] for i in ids}
+    for r in tx.execute(select(nm).where(nm.c.mapping_id.in_(ids))):
+        rows[r.mapping_id].append(MappingRow(r.column_id, r.source_name, r.target_field_id, r.parent_column,
+                                             bool(r.is_partition)))
+    out: dict[frozenset[tuple[str, int, int | None, bool]], int] = {}
+    for mid in ids:
+        out.setdefault(_canonical(rows[mid]), mid)
+    return out
+
+
+def register_files(tx: Transaction, table: TableInfo, files: Sequence[RegisteredFile]) -> list[tuple[int, int]]:
+    """Stage the rows of registered files: mappings (new ids first, from next_file_id), data files with row ids
+    continuing the table's, their stats and partition values, and the merged table stats. Returns (data file id,
+    mapping id) per file."""
+    known = _existing_mappings(tx, table.table_id)
+    mapping_of: list[int] = []
+    for f in files:
+        key = _canonical(f.mapping)
+        if key not in known:
+            mid = tx.file_id()
+            known[key] = mid
+            tx.insert(s.column_mapping_t, [{"mapping_id": mid, "table_id": table.table_id, "type": MAP_BY_NAME}])
+            tx.insert(s.name_mapping_t, [{
+                "mapping_id": mid, "column_id": r.column_id, "source_name": r.source_name,
+                "target_field_id": r.target_field_id, "parent_column": r.parent_column,
+                "is_partition": r.is_partition} for r in f.mapping])
+        mapping_of.append(known[key])
+    ts = s.table_stats_t
+    stats_row = tx.execute(select(ts).where(ts.c.table_id == table.table_id)).first()
+    next_row = int(stats_row.next_row_id or 0) if stats_row is not None else 0
+    pid = table.partition.partition_id if table.partition else None
+    ids = []
+    for f, mid in zip(files, mapping_of, strict=True):
+        fid = tx.file_id()
+        ids.append((fid, mid))
+        tx.insert(s.data_file_t, [{
+            "data_file_id": fid, "table_id": table.table_id, "begin_snapshot": tx.snapshot_id, "end_snapshot": None,
+            "file_order": None, "path": f.path, "path_is_relative": False, "file_format": "parquet",
+            "record_count": f.record_count, "file_size_bytes": f.file_size_bytes, "footer_size": f.footer_size,
+            "row_id_start": next_row, "partition_id": pid, "encryption_key": None, "mapping_id": mid,
+            "partial_max": None}])
+        tx.insert(s.file_column_stats_t, [{
+            "data_file_id": fid, "table_id": table.table_id, "column_id": st.column_id,
+            "column_size_bytes": st.column_size_bytes, "value_count": st.value_count, "null_count": st.null_count,
+            "min_value": st.min_value, "max_value": st.max_value, "contains_nan": None, "extra_stats": None}
+            for st in f.stats])
+        if pid is not None:
+            tx.insert(s.file_partition_value_t, [{
+                "data_file_id": fid, "table_id": table.table_id, "partition_key_index": i, "partition_value": v}
+                for i, v in enumerate(f.partition_values)])
+        next_row += f.record_count
+    _table_stats(tx, table, stats_row, files, next_row)
+    if files:
+        tx.change("inserted_into_table", table.table_id)
+    return ids
+
+
+def _table_stats(tx: Transaction, table: TableInfo, old: object, files: Sequence[RegisteredFile],
+                 next_row: int) -> None:
+    """`ducklake_table_stats` grown and `ducklake_table_column_stats` merged from the footer stats (unknown null
+    counts make contains_null unknown for good and the bounds unknown until a file with bounds comes, as DuckDB
+    does)."""
+    ts = s.table_stats_t
+    records = sum(f.record_count for f in files)
+    size = sum(f.file_size_bytes for f in files)
+    if old is None:
+        tx.insert(ts, [{"table_id": table.table_id, "record_count": records, "next_row_id": next_row,
+                        "file_size_bytes": size}])
+    else:
+        tx.execute(update(ts).where(ts.c.table_id == table.table_id).values(
+            record_count=int(getattr(old, "record_count", 0) or 0) + records, next_row_id=next_row,
+            file_size_bytes=int(getattr(old, "file_size_bytes", 0) or 0) + size))
+    types = {leaf.column_id: leaf.type for c in table.columns for leaf in c.leaves()}
+    tcs = s.table_column_stats_t
+    current: dict[int, dict[str, object]] = {
+        r.column_id: {"contains_null": None if r.contains_null is None else bool(r.contains_null),
+                      "contains_nan": r.contains_nan, "min_value": r.min_value, "max_value": r.max_value}
+        for r in tx.execute(select(tcs).where(tcs.c.table_id == table.table_id))}
+    touched: dict[int, bool] = {}  # column id → whether it had a row before
+    for f in files:
+        for st in f.stats:
+            typ = types.get(st.column_id, "varchar")
+            has_null = None if st.null_count is None else st.null_count > 0
+            row = current.get(st.column_id)
+            if row is None:
+                touched.setdefault(st.column_id, False)
+                current[st.column_id] = {"contains_null": has_null, "contains_nan": None,
+                                         "min_value": st.min_value, "max_value": st.max_value}
+                continue
+            touched.setdefault(st.column_id, True)
+            old_null = row["contains_null"]
+            row["contains_null"] = None if old_null is None or has_null is None else bool(old_null) or has_null
+            row["contains_nan"] = None if typ in FLOAT_TYPES else row["contains_nan"]
+            if has_null is None:  # a file without footer stats makes the bounds unknown until the next one
+                row["min_value"] = row["max_value"] = None
+                continue
+            for key, upper in (("min_value", False), ("max_value", True)):
+                new = st.min_value if not upper else st.max_value
+                mine = row[key]
+                if new is not None:
+                    row[key] = new if mine is None else merge_bound(str(mine), new, typ, upper=upper)
+    for cid, existed in touched.items():
+        values = current[cid]
+        if existed:
+            tx.execute(update(tcs).where(and_(tcs.c.table_id == table.table_id, tcs.c.column_id == cid))
+                       .values(**values))
+        else:
+            tx.insert(tcs, [{"table_id": table.table_id, "column_id": cid, "extra_stats": None, **values}])

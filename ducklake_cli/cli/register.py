@@ -1,0 +1,67 @@
+"""`ducklake register`: add existing Parquet files to a table in place (nothing is copied)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ducklake_cli.cli.common import (
+    AuthorOpt,
+    DataPathOpt,
+    DebugOpt,
+    FormatOpt,
+    MessageOpt,
+    MetadataSchemaOpt,
+    OptionalCatalogArg,
+)
+from ducklake_cli.cli.render import OutputFormat, render
+from ducklake_cli.cli.runner import lake_command
+from ducklake_cli.errors import UsageError
+
+
+def register(
+    catalog: OptionalCatalogArg = None,
+    table: Annotated[str | None, typer.Argument(help="Table to add the files to: TABLE (schema main) or "
+                                                     "SCHEMA.TABLE.", show_default=False)] = None,
+    pattern: Annotated[str | None, typer.Argument(metavar="PATH|GLOB", help="A Parquet file or a glob "
+                                                  "(quote it: 'data/*.parquet', 's3://bucket/events/**/*.parquet').",
+                                                  show_default=False)] = None,
+    hive_partitioning: Annotated[bool, typer.Option("--hive-partitioning", help="Read column values from "
+                                                    "key=value directories in the paths.")] = False,
+    allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Accept files that lack some of the "
+                                                "table's columns (they read as the column default).")] = False,
+    ignore_extra_columns: Annotated[bool, typer.Option("--ignore-extra-columns", help="Accept files with columns "
+                                                       "the table does not have (they are not read).")] = False,
+    msg: MessageOpt = None,
+    author: AuthorOpt = None,
+    data_path: DataPathOpt = None,
+    metadata_schema: MetadataSchemaOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+    debug: DebugOpt = False,
+) -> None:
+    """Register existing Parquet files in a table where they are, as DuckDB's ducklake_add_data_files does.
+
+    Nothing is copied or rewritten and Spark is not started: each file's columns are matched to the table's by
+    name (any order, any case), their types checked, and the file recorded with its absolute path, a name mapping
+    and the statistics of its footer, as one snapshot. The lake then owns the files: compaction and cleanup may
+    later delete them. A file whose columns do not fit the table is refused and nothing changes.
+
+    Examples:
+
+      ducklake register lake.sqlite events /data/events/2025-01.parquet
+
+      ducklake register lake.sqlite sales.orders '/data/orders/*.parquet' --allow-missing
+
+      ducklake register prod logs 's3://bucket/logs/**/*.parquet' --hive-partitioning -m "import from Hive"
+    """
+    if catalog is not None and table is not None and pattern is None:  # `register TABLE PATH` (CATALOG from env)
+        catalog, table, pattern = None, catalog, table
+    if table is None or pattern is None:
+        raise UsageError("missing TABLE or PATH|GLOB", hint="usage: ducklake register [CATALOG] TABLE PATH|GLOB")
+    from ducklake_cli.ops.register import register as run
+
+    with lake_command(catalog, data_path=data_path, metadata_schema=metadata_schema, read_only=False) as lake:
+        result = run(lake, table, pattern, hive_partitioning=hive_partitioning, allow_missing=allow_missing,
+                     ignore_extra_columns=ignore_extra_columns, author=author, message=msg)
+        render(result, fmt)

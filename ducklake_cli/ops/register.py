@@ -1,0 +1,339 @@
+"""`register`: add existing Parquet files to a table in place, as DuckDB's `ducklake_add_data_files` does (nothing
+is copied; metadata only): each file's columns are matched to the table's by name, checked for types the table
+can read, and recorded with a name mapping, footer statistics and hive partition values."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ducklake_cli.catalog.models import ColumnInfo, TableInfo
+from ducklake_cli.catalog.partitions import HIVE_NULL
+from ducklake_cli.catalog.register import FileStat, MappingRow, RegisteredFile
+from ducklake_cli.catalog.stats import render_value
+from ducklake_cli.catalog.types import SIGNED_INT_TYPES, UNSIGNED_INT_TYPES, decimal_parts
+from ducklake_cli.errors import InputError, NotFoundError, UsageError
+from ducklake_cli.ops.results import Section, jsonable
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ducklake_cli.lake import Lake
+    from ducklake_cli.storage.parquet import Footer
+
+_WIDTH = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8}
+# Which file timestamp types each table timestamp type reads (DuckDB 1.5.5, by experiment).
+_TIMESTAMPS = {"timestamp": {"timestamp", "timestamp_ms", "timestamp_ns"},
+               "timestamp_ns": {"timestamp", "timestamp_ms", "timestamp_ns"},
+               "timestamp_ms": {"timestamp", "timestamp_ms"}}
+
+
+@dataclass(frozen=True)
+class RegisteredRow:
+    """One file registered."""
+
+    path: str
+    data_file_id: int
+    record_count: int
+    file_size_bytes: int
+    mapping_id: int
+
+
+@dataclass(frozen=True)
+class RegisterResult:
+    """`register`: the snapshot committed and the files it added."""
+
+    table: str
+    snapshot_id: int | None
+    files: tuple[RegisteredRow, ...]
+
+    @property
+    def rows(self) -> int:
+        """Rows the files hold."""
+        return sum(f.record_count for f in self.files)
+
+    def to_json(self) -> Any:
+        """`{"table", "snapshot_id", "rows", "files": [{path, data_file_id, record_count, file_size_bytes,
+        mapping_id}]}`."""
+        return {"table": self.table, "snapshot_id": self.snapshot_id, "rows": self.rows,
+                "files": jsonable(self.files)}
+
+    def sections(self) -> list[Section]:
+        """One row per file."""
+        return [Section(f"Registered into {self.table} (snapshot {self.snapshot_id})",
+                        ("path", "data_file_id", "rows", "bytes", "mapping_id"),
+                        tuple((f.path, f.data_file_id, f.record_count, f.file_size_bytes, f.mapping_id)
+                              for f in self.files))]
+
+
+def arrow_ducklake_type(t: pa.DataType) -> str:
+    """The DuckLake type DuckDB reads a Parquet column as (nested types by kind: struct, list, map)."""
+    import pyarrow as pa
+
+    simple = {pa.int8(): "int8", pa.int16(): "int16", pa.int32(): "int32", pa.int64(): "int64",
+              pa.uint8(): "uint8", pa.uint16(): "uint16", pa.uint32(): "uint32", pa.uint64(): "uint64",
+              pa.float32(): "float32", pa.float64(): "float64", pa.bool_(): "boolean", pa.date32(): "date",
+              pa.string(): "varchar", pa.large_string(): "varchar", pa.binary(): "blob", pa.large_binary(): "blob"}
+    if t in simple:
+        return simple[t]
+    if pa.types.is_timestamp(t):
+        if t.tz is not None:
+            return "timestamptz"
+        return {"ms": "timestamp_ms", "ns": "timestamp_ns", "s": "timestamp_s"}.get(t.unit, "timestamp")
+    if pa.types.is_decimal(t):
+        return f"decimal({t.precision},{t.scale})"
+    if pa.types.is_time(t):
+        return "time"
+    if pa.types.is_fixed_size_binary(t):
+        return "blob"
+    if pa.types.is_struct(t):
+        return "struct"
+    if pa.types.is_map(t):
+        return "map"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return "list"
+    return str(t)
+
+
+def fits(file_type: str, table_type: str) -> bool:
+    """Whether a table column of `table_type` reads file values of `file_type` (DuckDB 1.5.5's rule, found by
+    experiment: the same type or a lossless widening)."""
+    if file_type == table_type:
+        return True
+    if file_type in _WIDTH and table_type in _WIDTH:
+        if table_type in SIGNED_INT_TYPES:
+            return _WIDTH[table_type] > _WIDTH[file_type]
+        return file_type in UNSIGNED_INT_TYPES and _WIDTH[table_type] >= _WIDTH[file_type]
+    if (file_type, table_type) == ("float32", "float64"):
+        return True
+    if table_type in _TIMESTAMPS:
+        return file_type in _TIMESTAMPS[table_type]
+    a, b = decimal_parts(file_type), decimal_parts(table_type)
+    return a is not None and b is not None and b[0] >= a[0] and b[1] >= a[1]
+
+
+def _children(t: pa.DataType) -> list[tuple[str, pa.Field]]:
+    """Nested fields under the names the mapping records (lists: `list`, maps: `key` and `value`)."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(t):
+        return [(t.field(i).name, t.field(i)) for i in range(t.num_fields)]
+    if pa.types.is_map(t):
+        return [("key", t.key_field), ("value", t.item_field)]
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [("list", t.value_field)]
+    return []
+
+
+def _match(name: str, cols: Sequence[ColumnInfo]) -> ColumnInfo | None:
+    exact = [c for c in cols if c.name == name]
+    folded = [c for c in cols if c.name.lower() == name.lower()]  # DuckDB matches names ignoring case
+    found = exact or folded
+    return found[0] if found else None
+
+
+@dataclass
+class _Walk:
+    """One file matched against the table: mapping rows in file order, the Parquet leaf index of each mapped
+    table leaf, and its Arrow type."""
+
+    path: str
+    allow_missing: bool
+    ignore_extra: bool
+    rows: list[MappingRow]
+    leaves: dict[int, tuple[int, str]]  # table leaf column id → (Parquet column index, file type)
+    leaf_index: int = 0
+
+    def skip(self, t: pa.DataType) -> None:
+        kids = _children(t)
+        if not kids:
+            self.leaf_index += 1
+        for _, f in kids:
+            self.skip(f.type)
+
+    def fields(self, fields: Sequence[tuple[str, pa.Field]], cols: Sequence[ColumnInfo], parent: int | None,
+               prefix: str, nested: bool) -> set[int]:
+        seen: set[int] = set()
+        for name, f in fields:
+            col = cols[0] if nested and name == "list" and cols else (
+                next((c for c in cols if c.name == name), None) if nested and name in ("key", "value")
+                else _match(name, cols))
+            if col is None:
+                if not self.ignore_extra:
+                    raise InputError(f'column "{prefix}{f.name}" of {self.path} is not in the table',
+                                     hint="pass --ignore-extra-columns to register the file without it")
+                self.skip(f.type)
+                continue
+            seen.add(col.column_id)
+            local = len(self.rows)
+            self.rows.append(MappingRow(local, name, col.column_id, parent))
+            self.field(f, col, local, prefix)
+        return seen
+
+    def field(self, f: pa.Field, col: ColumnInfo, local: int, prefix: str) -> None:
+        kind = arrow_ducklake_type(f.type)
+        kids = _children(f.type)
+        if not kids:
+            if col.children or not fits(kind, col.type):
+                raise InputError(f'column "{prefix}{col.name}" of {self.path} holds {kind}, which the table\'s '
+                                 f"{col.type_text()} column cannot read")
+            self.leaves[col.column_id] = (self.leaf_index, kind)
+            self.leaf_index += 1
+            return
+        if kind != col.type:
+            raise InputError(f'column "{prefix}{col.name}" of {self.path} holds a {kind}, which the table\'s '
+                             f"{col.type_text()} column cannot read")
+        seen = self.fields(kids, col.children, local, f"{prefix}{col.name}.", nested=kind in ("list", "map"))
+        self.missing(col.children, seen, f"{prefix}{col.name}.")
+
+    def missing(self, cols: Sequence[ColumnInfo], seen: set[int], prefix: str) -> None:
+        gone = [c for c in cols if c.column_id not in seen]
+        if gone and not self.allow_missing:
+            raise InputError(f'column "{prefix}{gone[0].name}" of the table is not in {self.path}',
+                             hint="pass --allow-missing to register it (missing columns read as their default)")
+
+
+def hive_values(path: str) -> list[tuple[str, str | None]]:
+    """`key=value` directory segments of a path, in order (`__HIVE_DEFAULT_PARTITION__` is NULL)."""
+    from urllib.parse import unquote
+
+    out = []
+    for seg in path.split("://", 1)[-1].split("/")[:-1]:
+        key, sep, value = seg.partition("=")
+        if sep and key:
+            out.append((unquote(key), None if value == HIVE_NULL else unquote(value)))
+    return out
+
+
+def _hive_text(text: str, col: ColumnInfo, path: str) -> str:
+    """A hive value as DuckDB records it for the column's type (refused when it is not one)."""
+    try:
+        if col.type in _WIDTH:
+            return str(int(text))
+        if col.type in ("float32", "float64"):
+            return render_value(float(text), col.type)
+        if col.type == "boolean":
+            return {"true": "true", "false": "false"}[text.lower()]
+        if col.type == "date":
+            return dt.date.fromisoformat(text).isoformat()
+        if col.type == "varchar":
+            return text
+    except (ValueError, KeyError):
+        pass
+    raise InputError(f"the hive value {col.name}={text} of {path} is not a {col.type}")
+
+
+def _stat_text(value: Any, file_type: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and file_type in ("timestamp_ns", "timestamp", "timestamp_ms", "timestamptz"):
+        return None  # a raw integer (e.g. INT96-less nanoseconds): no trustworthy bound
+    return render_value(value, file_type)
+
+
+def _leaf_stats(footer: Footer, index: int, file_type: str, column_id: int) -> FileStat:
+    """A leaf's stats over the row groups: sizes summed, counts known only when every row group has them, bounds
+    only when every row group with values has them."""
+    meta = footer.metadata
+    size, values, nulls, lo, hi = 0, 0, 0, None, None
+    known = bounds = True
+    for rg in range(meta.num_row_groups):
+        chunk = meta.row_group(rg).column(index)
+        size += chunk.total_compressed_size
+        values += chunk.num_values
+        st = chunk.statistics
+        if st is None or not st.has_null_count:
+            known = False
+            continue
+        nulls += st.null_count
+        if st.has_min_max:
+            lo = st.min if lo is None or st.min < lo else lo
+            hi = st.max if hi is None or st.max > hi else hi
+        elif st.null_count != chunk.num_values:
+            bounds = False
+    if not known:
+        return FileStat(column_id, size, None, None, None, None)
+    return FileStat(column_id, size, values - nulls, nulls, _stat_text(lo, file_type) if bounds else None,
+                    _stat_text(hi, file_type) if bounds else None)
+
+
+def describe_file(footer: Footer, table: TableInfo, *, hive: bool, allow_missing: bool,
+                  ignore_extra: bool) -> RegisteredFile:
+    """A file's mapping, stats and partition values, or an error naming what does not fit."""
+    walk = _Walk(footer.path, allow_missing, ignore_extra, [], {})
+    schema = footer.schema
+    seen = walk.fields([(f.name, f) for f in schema], table.columns, None, "", nested=False)
+    records = int(footer.metadata.num_rows)
+    hive_cols: dict[int, str | None] = {}
+    extra_stats: list[FileStat] = []
+    for key, value in hive_values(footer.path) if hive else []:
+        col = _match(key, table.columns)
+        if col is None or col.column_id in seen:
+            if col is None and not ignore_extra:
+                raise InputError(f'hive column "{key}" of {footer.path} is not in the table',
+                                 hint="pass --ignore-extra-columns to register the file without it")
+            continue
+        text = None if value is None else _hive_text(value, col, footer.path)
+        seen.add(col.column_id)
+        hive_cols[col.column_id] = text
+        walk.rows.append(MappingRow(len(walk.rows), key, col.column_id, None, True))
+        extra_stats.append(FileStat(col.column_id, 0, records if text is not None else 0,
+                                    0 if text is not None else records, text, text))
+    walk.missing(table.columns, seen, "")
+    stats = [_leaf_stats(footer, idx, kind, cid) for cid, (idx, kind) in walk.leaves.items()]
+    partition: list[str | None] = []
+    if table.partition:
+        for pf in table.partition.fields:
+            if pf.transform != "identity" or pf.column_id not in hive_cols:
+                raise InputError(f"{footer.path} has no hive value for the table's partition key "
+                                 f"#{pf.key_index}", hint="partitioned tables take files in key=value directories "
+                                                          "of the partition columns (--hive-partitioning)")
+            partition.append(hive_cols[pf.column_id])
+    return RegisteredFile(footer.path, records, footer.file_size, footer.footer_size, tuple(walk.rows),
+                          tuple(stats + extra_stats), tuple(partition))
+
+
+def register(lake: Lake, table: str, pattern: str, *, hive_partitioning: bool = False, allow_missing: bool = False,
+             ignore_extra_columns: bool = False, author: str | None = None,
+             message: str | None = None) -> RegisterResult:
+    """Register the Parquet files `pattern` names into `table` as one snapshot (metadata only)."""
+    from ducklake_cli.storage.parquet import glob_files, read_footer
+
+    if not pattern.strip():
+        raise UsageError("no PATH or GLOB given")
+    with lake.reader() as r:
+        meta = r.metadata()
+        target = r.find_table(r.latest_snapshot().snapshot_id, table)
+    if meta.encrypted:
+        raise UsageError("this lake is encrypted; `ducklake register` cannot add unencrypted files to it")
+    from ducklake_cli.catalog import options
+
+    if options.flag(meta, "require_commit_message") and not message:
+        raise UsageError("this lake requires a commit message", hint="pass -m MESSAGE")
+    paths = glob_files(pattern, lake.storage_options)
+    if not paths:
+        raise NotFoundError(f"no files match {pattern}")
+    footers = [read_footer(p, lake.storage_options) for p in paths]
+    described = [describe_file(f, target, hive=hive_partitioning, allow_missing=allow_missing,
+                               ignore_extra=ignore_extra_columns) for f in footers]
+    added: list[tuple[int, int]] = []
+
+    def build(tx: Any) -> None:
+        from ducklake_cli.catalog.register import register_files
+
+        now = tx.reader.find_table(tx.latest.snapshot_id, f'"{target.schema_name}"."{target.name}"')
+        if now.table_id != target.table_id or [c.column_id for c in _flat(now.columns)] != [
+                c.column_id for c in _flat(target.columns)]:
+            raise InputError(f"table {target.qualified_name} changed while the files were read; run again")
+        added[:] = register_files(tx, now, described)
+
+    snapshot = lake.commit(build, author=author, message=message)
+    return RegisterResult(target.qualified_name, snapshot, tuple(
+        RegisteredRow(f.path, fid, f.record_count, f.file_size_bytes, mid)
+        for f, (fid, mid) in zip(described, added, strict=True)))
+
+
+def _flat(cols: Sequence[ColumnInfo]) -> list[ColumnInfo]:
+    return [x for c in cols for x in (c, *_flat(c.children))]
