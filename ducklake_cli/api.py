@@ -68,16 +68,19 @@ class Lake(_BaseLake):
     def write(
         self, df: DataFrame, table: str, *, mode: Literal["append", "overwrite", "create"] = "append",
         on: Sequence[str] | None = None, partition_by: Sequence[str] = (), message: str | None = None,
-        author: str | None = None,
+        author: str | None = None, evolve: bool = False,
     ) -> WriteResult: ...
 
     def write(
         self, df: DataFrame, table: str, *, mode: str = "append", on: Sequence[str] | None = None,
         partition_by: Sequence[str] = (), message: str | None = None, author: str | None = None,
+        evolve: bool = False,
     ) -> WriteResult | ChangeResult:
         """Write `df`'s rows (columns by name) into `table` as one snapshot. `mode`: "append" (creates a missing
         table), "overwrite", "create", or "merge" (upsert on the `on` keys: rows with a key the table has replace
         it, the others are inserted; returns a `ChangeResult`). `partition_by` applies when the table is created.
+        `evolve`: add `df`'s new columns to the table and widen types where DuckLake allows it, in the same
+        snapshot (not with "merge").
 
         >>> lake.write(spark.read.parquet("extract/"), "crm.customers", mode="merge", on=["customer_id"])
         """
@@ -86,12 +89,14 @@ class Lake(_BaseLake):
 
         with self._on(df.sparkSession):
             if mode == "merge":
+                if evolve:
+                    raise UsageError("evolve= does not apply to mode=\"merge\"")
                 return run_upsert(self, table, on=list(on or ()), frame=df, partition_by=partition_by,
                                   message=message, author=author)
             if on:
                 raise UsageError("on= applies to mode=\"merge\" only")
             return run_write(self, table, frame=df, mode=mode, partition_by=partition_by, message=message,
-                             author=author)
+                             author=author, evolve=evolve)
 
     def delete(self, table: str, where: str, *, message: str | None = None, author: str | None = None,
                spark: SparkSession | None = None) -> ChangeResult:

@@ -65,6 +65,11 @@ def write(
                                                                 "10, go into the catalog like DuckDB).")] = False,
     ignore_extra_columns: Annotated[bool, typer.Option("--ignore-extra-columns",
                                                        help="Drop input columns the table does not have.")] = False,
+    evolve: Annotated[bool, typer.Option("--evolve", help="Add input columns the table does not have and widen "
+                                                          "column types where DuckLake allows it (e.g. INTEGER to "
+                                                          "BIGINT, FLOAT to DOUBLE), in the snapshot that adds "
+                                                          "the rows. Columns the input lacks get their DEFAULT "
+                                                          "(or NULL) either way.")] = False,
     schema: Annotated[str | None, typer.Option("--schema", help="Column types of CSV/JSON input for a new table, "
                                                                 "e.g. \"id BIGINT, price DECIMAL(10,2)\" (DuckDB "
                                                                 "type names; default: sniffed).",
@@ -96,6 +101,8 @@ def write(
       ducklake write prod daily --query "SELECT day, count(*) AS n FROM events GROUP BY day" --mode overwrite
 
       ducklake write lake.sqlite customers --from 'extract/customers-*.parquet' --mode merge --on customer_id
+
+      ducklake write lake.sqlite events --from 'new-export/*.parquet' --evolve
     """
     catalog, target = shift_catalog(catalog, table, "TABLE")
     if on_error not in ("fail", "skip"):  # also checked by the reader, but only after Spark started
@@ -109,10 +116,12 @@ def write(
     if mode == "merge":
         if not keys:
             raise UsageError("--mode merge needs --on KEY[,KEY…]: the columns that identify a row")
-        if no_inline or on_error != "fail":
-            raise UsageError("--no-inline and --on-error skip do not apply to --mode merge")
+        if no_inline or on_error != "fail" or evolve:
+            raise UsageError("--no-inline, --on-error skip and --evolve do not apply to --mode merge")
     elif on:
         raise UsageError("--on applies to --mode merge only")
+    if evolve and ignore_extra_columns:
+        raise UsageError("give --evolve (add the extra columns) or --ignore-extra-columns (drop them), not both")
     from ducklake_cli.engine.progress import spark_progress
     from ducklake_cli.ops.changes import run_upsert
     from ducklake_cli.ops.write import run_write
@@ -130,7 +139,7 @@ def write(
                 result = run_write(lake, target, source=source or [], query=query, input_format=input_format,
                                    options=options, mode=mode, partition_by=partition_by or [], message=message,
                                    author=author, inline=not no_inline, ignore_extra_columns=ignore_extra_columns,
-                                   at=at, schema=schema, on_error=on_error)
+                                   at=at, schema=schema, on_error=on_error, evolve=evolve)
         render(result, fmt)
 
 

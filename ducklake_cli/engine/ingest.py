@@ -15,7 +15,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.inlined import spark_compatible_type, stored_type
@@ -36,7 +36,7 @@ from ducklake_cli.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     import duckdb
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import DataType
 
 INPUT_FORMATS = ("parquet", "csv", "json", "orc")
@@ -491,14 +491,19 @@ def accepts(table: ColumnInfo, given: DataType, where: str) -> bool:
     if table.type == "map":
         return (isinstance(given, T.MapType) and accepts(table.children[0], given.keyType, where)
                 and accepts(table.children[1], given.valueType, where))
-    if have == table.type or have in _ACCEPTS.get(table.type, ()):
+    return holds(table.type, have)
+
+
+def holds(want: str, have: str) -> bool:
+    """Whether every value of DuckLake leaf type `have` casts into `want` unchanged."""
+    if have == want or have in _ACCEPTS.get(want, ()):
         return True
-    m_to, m_from = DECIMAL_TYPE.fullmatch(table.type), DECIMAL_TYPE.fullmatch(have)
+    m_to, m_from = DECIMAL_TYPE.fullmatch(want), DECIMAL_TYPE.fullmatch(have)
     if m_to and (m_from or have in _INT_DIGITS):
         p2, s2 = int(m_to.group(1)), int(m_to.group(2))
         p1, s1 = (int(m_from.group(1)), int(m_from.group(2))) if m_from else (_INT_DIGITS[have], 0)
         return s2 >= s1 and p2 - s2 >= p1 - s1
-    return table.type == "uint64" and have == "decimal(20,0)"
+    return want == "uint64" and have == "decimal(20,0)"
 
 
 def conform(df: DataFrame, columns: Sequence[ColumnInfo], *, ignore_extra: bool) -> DataFrame:
@@ -509,6 +514,7 @@ def conform(df: DataFrame, columns: Sequence[ColumnInfo], *, ignore_extra: bool)
     from pyspark.sql import functions as F
 
     from ducklake_cli.engine.spark_types import spark_type
+    from ducklake_cli.engine.writer import column_default
 
     by_name = {f.name.lower(): f for f in df.schema.fields}
     wanted = {c.name.lower() for c in columns}
@@ -521,7 +527,9 @@ def conform(df: DataFrame, columns: Sequence[ColumnInfo], *, ignore_extra: bool)
         f = by_name.get(c.name.lower())
         target = spark_type(c)
         if f is None:
-            default = column_default(df, c)
+            default = column_default(df, c, InputError(
+                f"the input lacks column {c.name!r}, whose DEFAULT {c.default_value} `ducklake` cannot compute",
+                hint="give the column in the input"))
             if default is None and not c.nulls_allowed:
                 raise InputError(f"the input lacks column {c.name!r}, which is NOT NULL and has no DEFAULT")
             exprs.append((F.lit(None).cast(target) if default is None else default).alias(f"_c{i}"))
@@ -535,37 +543,76 @@ def conform(df: DataFrame, columns: Sequence[ColumnInfo], *, ignore_extra: bool)
 
 
 
-def column_default(df: DataFrame, col: ColumnInfo) -> Column | None:
-    """What an append gives a column its input lacks, as DuckDB's INSERT does: the DEFAULT (a literal read as
-    DuckDB reads its text; an expression such as now() computed by Spark, once per write), or None for NULL."""
-    import datetime as dt
+# ----- write --evolve ----------------------------------------------------------------------------------------------
 
-    from pyspark.sql import functions as F
+@dataclass(frozen=True)
+class Evolution:
+    """How `write --evolve` changes a table for an input: `steps` in the order the catalog applies them, each
+    ("add", a new top-level column) or ("retype", an existing column's new tree: widened leaves, struct fields
+    added); `columns` is the table afterwards, with the ids `catalog/columns.py` will assign (the data files carry
+    them as field ids)."""
 
-    from ducklake_cli.catalog.inlined import decode_inlined
-    from ducklake_cli.engine.spark_types import spark_type
-    from ducklake_cli.engine.writer import spark_expression
+    steps: tuple[tuple[str, ColumnInfo], ...]
+    columns: tuple[ColumnInfo, ...]
 
-    text, target = col.default_value, spark_type(col)
-    if text is None or text == "NULL":  # DuckDB also reads a VARCHAR literal 'NULL' back as NULL
-        return None
-    cant = InputError(f"the input lacks column {col.name!r}, whose DEFAULT {text} `ducklake` cannot compute",
-                      hint="give the column in the input")
-    if col.default_value_type == "expression":
-        sql = spark_expression(text, {})
-        try:
-            out = F.expr(sql).cast(target) if sql is not None else None
-            if out is not None:
-                df.select(out).schema  # noqa: B018 (analysis happens here, also on Spark Connect)
-        except Exception:  # Spark's parse and analysis errors have no common base class
-            out = None
-        if out is None:
-            raise cant
-        return out
-    try:
-        value = decode_inlined([(0, text)], [col]).column(1)[0].as_py()
-    except Exception as exc:  # duckdb.Error: a literal DuckDB cannot cast to the column type
-        raise cant from exc
-    if isinstance(value, dt.datetime):  # as text: a Python datetime would pass through the local time zone
-        return F.lit(value.isoformat(sep=" ")).cast(target)
-    return F.lit(value).cast(target)
+    def names(self, kind: str) -> tuple[str, ...]:
+        """The top-level columns added (`add`) or retyped (`retype`)."""
+        return tuple(c.name for k, c in self.steps if k == kind)
+
+
+def evolve_columns(table: Sequence[ColumnInfo], given: Sequence[ColumnInfo], next_id: int) -> Evolution:
+    """The table's columns grown to take `given` (the input's columns): input columns the table lacks are added,
+    leaf types widened where DuckLake allows it (`promotion_allowed`), fields added to structs; a column the
+    input lacks stays (its DEFAULT or NULL is written). Other differences are refused, naming both types."""
+    from ducklake_cli.catalog.columns import promotion_allowed
+
+    counter = iter(range(next_id, 1 << 31))
+
+    def number(c: ColumnInfo, parent: int | None) -> ColumnInfo:
+        cid = next(counter)
+        return replace(c, column_id=cid, column_order=cid, parent_column=parent,
+                       children=tuple(number(k, cid) for k in c.children))
+
+    def fits(old: ColumnInfo, new: ColumnInfo) -> bool:
+        if old.children or new.children:
+            return old.type == new.type and len(old.children) == len(new.children) and all(
+                a.name.lower() == b.name.lower() and fits(a, b) for a, b in zip(old.children, new.children,
+                                                                                 strict=True))
+        return holds(old.type, new.type)
+
+    def merge(old: ColumnInfo, new: ColumnInfo, where: str) -> ColumnInfo:
+        if fits(old, new):
+            return old
+        if old.type == "struct" and new.type == "struct":
+            incoming = {k.name.lower(): k for k in new.children}
+            kids = [merge(k, incoming[k.name.lower()], f"{where}.{k.name}") if k.name.lower() in incoming else k
+                    for k in old.children]
+            known = {k.name.lower() for k in old.children}
+            kids += [number(k, old.column_id) for k in new.children if k.name.lower() not in known]
+            return replace(old, children=tuple(kids))
+        if not old.children and not new.children and promotion_allowed(old.type, new.type):
+            return replace(old, type=new.type)
+        raise InputError(f"column {where} is {duckdb_name(old)} in the table but {duckdb_name(new)} in the input, "
+                         "and DuckLake cannot widen one to the other",
+                         hint="cast it in --query, or write to a new table")
+
+    final = list(table)
+    steps: list[tuple[str, ColumnInfo]] = []
+    by_name = {c.name.lower(): i for i, c in enumerate(table)}
+    for col in given:
+        i = by_name.get(col.name.lower())
+        if i is None:
+            added = number(col, None)
+            steps.append(("add", added))
+            final.append(added)
+            continue
+        merged = merge(table[i], col, repr(table[i].name))
+        if merged is not table[i]:
+            steps.append(("retype", merged))
+            final[i] = merged
+    return Evolution(tuple(steps), tuple(final))
+
+
+def column_shape(columns: Sequence[ColumnInfo]) -> tuple[Any, ...]:
+    """Ids, names and types of a column tree, to compare an evolution's plan with what the catalog made."""
+    return tuple((c.column_id, c.name.lower(), c.type, column_shape(c.children)) for c in columns)

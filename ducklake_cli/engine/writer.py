@@ -207,6 +207,40 @@ def spark_expression(text: str, names: Mapping[str, str] | None = None) -> str |
         return None
 
 
+def column_default(df: DataFrame, col: ColumnInfo, cant: Exception) -> Column | None:
+    """What an insert gives a column its input lacks, as DuckDB's INSERT does: the DEFAULT (a literal read as
+    DuckDB reads its text; an expression such as now() computed by Spark, once per write), or None for NULL;
+    raises `cant` for a DEFAULT Spark cannot compute."""
+    import datetime as dt
+
+    from pyspark.sql import functions as F
+
+    from ducklake_cli.catalog.inlined import decode_inlined
+    from ducklake_cli.engine.spark_types import spark_type
+
+    text, target = col.default_value, spark_type(col)
+    if text is None or text == "NULL":  # DuckDB also reads a VARCHAR literal 'NULL' back as NULL
+        return None
+    if col.default_value_type == "expression":
+        sql = spark_expression(text, {})
+        try:
+            out = F.expr(sql).cast(target) if sql is not None else None
+            if out is not None:
+                df.select(out).schema  # noqa: B018 (analysis happens here, also on Spark Connect)
+        except Exception:  # Spark's parse and analysis errors have no common base class
+            out = None
+        if out is None:
+            raise cant
+        return out
+    try:
+        value = decode_inlined([(0, text)], [col]).column(1)[0].as_py()
+    except Exception as exc:  # duckdb.Error: a literal DuckDB cannot cast to the column type
+        raise cant from exc
+    if isinstance(value, dt.datetime):  # as text: a Python datetime would pass through the local time zone
+        return F.lit(value.isoformat(sep=" ")).cast(target)
+    return F.lit(value).cast(target)
+
+
 def sort_orders(df: DataFrame, columns: Sequence[ColumnInfo], keys: Sequence[SortKey], table: str) -> list[Column]:
     """Spark sort orders for a table's sort keys (DuckDB expressions over column names) on `df`, whose leading
     columns are `columns` by position; a key Spark cannot compute is refused, naming it."""
@@ -329,3 +363,4 @@ def read_back(paths: Sequence[str], columns: Sequence[ColumnInfo], storage_optio
                 con.close()
         tables.append(got.rename_columns(schema.names).cast(schema))
     return pa.concat_tables(tables)
+

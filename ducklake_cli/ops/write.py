@@ -20,6 +20,7 @@ from ducklake_cli.storage.files import ensure_dir
 if TYPE_CHECKING:
 
     from ducklake_cli.catalog.transaction import Transaction
+    from ducklake_cli.engine.ingest import Evolution
     from ducklake_cli.engine.session import DataFrame
     from ducklake_cli.lake import Lake
 
@@ -42,6 +43,8 @@ class WriteResult:
     created_table: bool
     paths: tuple[str, ...] = field(default=(), repr=False)
     skipped_rows: int = 0
+    columns_added: tuple[str, ...] = ()  # `--evolve`
+    columns_widened: tuple[str, ...] = ()
 
     def sections(self) -> list[Section]:
         """One key/value section for the table renderer."""
@@ -51,13 +54,18 @@ class WriteResult:
                 ("rows inlined in the catalog", self.inlined_rows), ("table created", self.created_table)]
         if self.skipped_rows:
             rows.append(("malformed rows skipped", self.skipped_rows))
+        if self.columns_added:
+            rows.append(("columns added", ", ".join(self.columns_added)))
+        if self.columns_widened:
+            rows.append(("columns widened", ", ".join(self.columns_widened)))
         return [Section("write", ("field", "value"), tuple(rows))]
 
     def to_json(self) -> dict[str, Any]:
         """Stable JSON (README: `write --format json`)."""
         return {"table": self.table, "mode": self.mode, "snapshot_id": self.snapshot_id, "rows": self.rows,
                 "files": self.files, "bytes_written": self.bytes_written, "inlined_rows": self.inlined_rows,
-                "created_table": self.created_table, "skipped_rows": self.skipped_rows}
+                "created_table": self.created_table, "skipped_rows": self.skipped_rows,
+                "columns_added": list(self.columns_added), "columns_widened": list(self.columns_widened)}
 
 
 @dataclass(frozen=True)
@@ -171,11 +179,13 @@ def run_write(
     schema: str | None = None,
     on_error: str = "fail",
     frame: DataFrame | None = None,
+    evolve: bool = False,
 ) -> WriteResult:
     """Write files (`-`: standard input) or a query's rows (at snapshot `at`) into `table` and commit exactly one
     snapshot.
     `schema`: `--schema "col TYPE, …"` for CSV/JSON into a new table; `on_error`: `fail` or `skip` (CSV rows);
-    `frame`: a DataFrame on the lake's Spark session instead (columns by name)."""
+    `frame`: a DataFrame on the lake's Spark session instead (columns by name); `evolve`: add the input's new
+    columns to the table and widen types where DuckLake allows it, in the same snapshot."""
     if mode not in MODES:
         raise UsageError(f"--mode must be one of {', '.join(ALL_MODES)}, not {mode!r}")
     _check_input(source=source, query=query, frame=frame, input_format=input_format, schema=schema,
@@ -191,10 +201,11 @@ def run_write(
     with spark_errors(), ingest_errors():
         got = _read(lake, target, source=source, query=query, frame=frame, input_format=input_format,
                     options=options, schema=schema, on_error=on_error, at=at, requests=requests,
-                    ignore_extra_columns=ignore_extra_columns)
+                    ignore_extra_columns=ignore_extra_columns, evolve=evolve)
         files, skipped_rows = _write(lake, target, got)
     result = _commit(lake, target, got.columns, got.partition, files, mode=mode, message=message, author=author,
-                     limit=_inline_limit(target, inline, got.columns, lake))
+                     limit=_inline_limit(target, inline, got.columns, lake), evolution=got.evolution,
+                     inlines=_inline_limit(target, True, got.columns, lake) > 0)
     return replace(result, skipped_rows=skipped_rows) if skipped_rows else result
 
 
@@ -221,13 +232,15 @@ class _Input:
     columns: Sequence[ColumnInfo]
     partition: list[tuple[int, str]]
     skipped: Callable[[], int] | None
+    evolution: Evolution | None = None  # `--evolve` changes the table: `columns` are its columns afterwards
 
 
 def _read(lake: Lake, target: _Target, *, source: Sequence[str], query: str | None, frame: DataFrame | None,
           input_format: str | None, options: Mapping[str, str] | None, schema: str | None, on_error: str,
-          at: SnapshotSelector, requests: Any, ignore_extra_columns: bool) -> _Input:
-    """Read the input (files, a query or a frame) lazily and conform it to the table (or the new table's) columns."""
-    from ducklake_cli.engine.ingest import conform, read_input, refuse_nameless, refuse_unstorable
+          at: SnapshotSelector, requests: Any, ignore_extra_columns: bool, evolve: bool = False) -> _Input:
+    """Read the input (files, a query or a frame) lazily and conform it to the table (or the new table's) columns;
+    with `evolve`, to the existing table grown to take the input."""
+    from ducklake_cli.engine.ingest import conform, evolve_columns, read_input, refuse_nameless, refuse_unstorable
     from ducklake_cli.engine.writer import columns_from_spark
     from ducklake_cli.ops.query import sql_dataframe
 
@@ -243,8 +256,14 @@ def _read(lake: Lake, target: _Target, *, source: Sequence[str], query: str | No
     else:
         df, parsed = sql_dataframe(lake, query or "", at=at), None
     refuse_nameless(df.columns, "the input")  # also for an existing table: rows of defaults alone are no input
+    evolution = None
     if target.existing is not None:
         columns = target.existing.columns
+        if evolve:
+            given = parsed if parsed is not None else columns_from_spark(df.schema)
+            refuse_unstorable(given, "the input")
+            evolution = evolve_columns(columns, given, _next_column_id(lake, target.existing))
+            columns = evolution.columns
         partition = [(f.column_id, f.transform) for f in target.existing.partition.fields] \
             if target.existing.partition else []
         if requests and resolve_partition(columns, requests) != partition:
@@ -254,7 +273,39 @@ def _read(lake: Lake, target: _Target, *, source: Sequence[str], query: str | No
         columns = parsed if parsed is not None else columns_from_spark(df.schema)
         refuse_unstorable(columns, "the input")
         partition = resolve_partition(columns, requests)
-    return _Input(conform(df, columns, ignore_extra=ignore_extra_columns), columns, list(partition), skipped)
+    return _Input(conform(df, columns, ignore_extra=ignore_extra_columns), columns, list(partition), skipped,
+                  evolution if evolution is not None and evolution.steps else None)
+
+
+def _next_column_id(lake: Lake, table: TableInfo) -> int:
+    """The id the table's next new column gets: one past every id any version of it used (checked at commit)."""
+    def ids(cols: Sequence[ColumnInfo]) -> list[int]:
+        return [i for c in cols for i in (c.column_id, *ids(c.children))]
+
+    seen = ids(table.columns)
+    with lake.reader() as r:
+        for begin, _ in r.table_schema_versions(table.table_id):
+            for version in r.tables(begin, table_ids=[table.table_id]):
+                seen += ids(version.columns)
+    return max(seen, default=0) + 1
+
+
+def _evolve(tx: Transaction, table: TableInfo, evolution: Evolution, *, inline: bool) -> TableInfo:
+    """Stage `--evolve`'s column changes (one schema version, one `altered_table`) ahead of the data."""
+    from ducklake_cli.catalog.columns import add_column, set_column_type
+    from ducklake_cli.catalog.models import InlinedTable
+    from ducklake_cli.engine.ingest import column_shape
+
+    for i, (kind, col) in enumerate(evolution.steps):
+        last = inline and i == len(evolution.steps) - 1  # one new inlined-data table, with the final columns
+        table = add_column(tx, table, col, inline=last) if kind == "add" else \
+            set_column_type(tx, table, col.column_id, col, inline=last)
+    if column_shape(table.columns) != column_shape(evolution.columns):
+        raise CommitConflictError(f"the columns of table {table.qualified_name} changed while the data was written",
+                                  hint="nothing was changed; rerun the write")
+    made = tx.inlined_made.get(table.table_id)
+    return replace(table, inlined_tables=(*table.inlined_tables, InlinedTable(made, tx.schema_version))) \
+        if made else table
 
 
 def _write(lake: Lake, target: _Target, got: _Input) -> tuple[list[NewDataFile], int]:
@@ -274,7 +325,7 @@ def _write(lake: Lake, target: _Target, got: _Input) -> tuple[list[NewDataFile],
 
 def _commit(lake: Lake, target: _Target, columns: Sequence[ColumnInfo], partition: Sequence[tuple[int, str]],
             files: list[NewDataFile], *, mode: str, message: str | None, author: str | None,
-            limit: int) -> WriteResult:
+            limit: int, evolution: Evolution | None = None, inlines: bool = False) -> WriteResult:
     from ducklake_cli.catalog.inlined import encode_inlined
     from ducklake_cli.engine.ingest import refuse_unstorable
     from ducklake_cli.engine.parquet_files import data_stats
@@ -305,6 +356,8 @@ def _commit(lake: Lake, target: _Target, columns: Sequence[ColumnInfo], partitio
             planned = ensure_dir(target.schema_dir_name)
             path = (target.table_dir_name, True) if (schema.path or "") == planned else (target.table_dir, False)
             table = create_table(tx, schema, target.name, columns, partition, inline=limit > 0, path=path)
+        elif evolution is not None:
+            table = _evolve(tx, table, evolution, inline=inlines)
         tw = TableWrite(tx, table)
         if mode == "overwrite" and (not created or raced):
             tw.end_live_data()
@@ -321,7 +374,9 @@ def _commit(lake: Lake, target: _Target, columns: Sequence[ColumnInfo], partitio
     made = created and not raced and snapshot_id is not None
     return WriteResult(f"{target.schema_name}.{target.name}", mode, snapshot_id, rows, len(files),
                        sum(f.file_size_bytes for f in files), len(inlined), made,
-                       tuple(target.table_dir + f.path for f in files))
+                       tuple(target.table_dir + f.path for f in files),
+                       columns_added=evolution.names("add") if evolution else (),
+                       columns_widened=evolution.names("retype") if evolution else ())
 
 
 def _table_at(tx: Transaction, target: _Target) -> TableInfo | None:
