@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 
 _WIDTH = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8}
 # Which file timestamp types each table timestamp type reads (DuckDB 1.5.5, by experiment).
-_TIMESTAMPS = {"timestamp": {"timestamp", "timestamp_ms", "timestamp_ns"},
-               "timestamp_ns": {"timestamp", "timestamp_ms", "timestamp_ns"},
+_TIMESTAMPS = {"timestamp": {"timestamp", "timestamp_ms", "timestamp_ns", "timestamp_s"},
+               "timestamp_ns": {"timestamp", "timestamp_ms", "timestamp_ns", "timestamp_s"},
                "timestamp_ms": {"timestamp", "timestamp_ms"}}
 
 

@@ -1,0 +1,279 @@
+"""`register` against DuckDB 1.5.5's `ducklake_add_data_files` on twin lakes: each lake gets its own copy of the same
+files (pyarrow-written without field ids: reordered, nested, missing columns; with field ids; a hive-partitioned
+directory; footers without stats; several row groups; Spark-written), DuckDB registers them in one, we in the
+other. The catalogs then hold the same rows (mappings, stats, row ids, partition values, table stats, change
+strings); both tools read the same rows; later deletes and compaction work on both. Refusals change nothing."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from ducklake_cli.lake import Lake
+from ducklake_cli.ops.register import register
+from tests.support.cli import run_main
+from tests.support.oracle import oracle_connect
+from tests.support.spot import Spot
+
+CATALOG_TABLES = ("ducklake_snapshot_changes", "ducklake_data_file", "ducklake_file_column_stats",
+                  "ducklake_column_mapping", "ducklake_name_mapping", "ducklake_file_partition_value",
+                  "ducklake_table_stats", "ducklake_table_column_stats")
+DDL = (
+    "CREATE TABLE t (id INTEGER, name VARCHAR, s STRUCT(a INTEGER, b VARCHAR), l INTEGER[], extra DOUBLE)",
+    "CREATE TABLE mixed (id INTEGER, name VARCHAR)",
+    "CREATE TABLE h (id BIGINT, v DOUBLE, region VARCHAR)",
+    "CREATE TABLE hp (id BIGINT, v DOUBLE, region VARCHAR)",
+    "ALTER TABLE hp SET PARTITIONED BY (region)",
+    "CREATE TABLE hv (v INTEGER, year INTEGER)",
+    "CREATE TABLE nested (m MAP(VARCHAR, INTEGER), ls STRUCT(x INTEGER)[])",
+    "CREATE TABLE types (id INTEGER, d DECIMAL(9,2), ts TIMESTAMP, dd DATE, f DOUBLE, b BOOLEAN, bl BLOB, "
+    "tz TIMESTAMPTZ, f32 DOUBLE, d2 DECIMAL(18,3), tms TIMESTAMP)",
+    "INSERT INTO types (id, f) VALUES (5, 2.5)",
+    "CREATE TABLE inl (id INTEGER, name VARCHAR)",
+    "INSERT INTO inl VALUES (100, 'z'), (101, NULL)",
+)
+# (table, path under the files directory, flags): DuckDB's named arguments and our keyword arguments alike.
+CALLS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("t", "a.parquet", ("allow_missing",)),
+    ("mixed", "mixed/*.parquet", ("allow_missing",)),
+    ("mixed", "mixed/m2.parquet", ()),  # an equal mapping (other field order) is reused
+    ("mixed", "ids.parquet", ()),  # field ids: DuckDB maps by name all the same
+    ("h", "hive/*/*.parquet", ("hive_partitioning",)),
+    ("hp", "hive/*/*.parquet", ("hive_partitioning",)),
+    ("hv", "hv/*/*.parquet", ("hive_partitioning",)),
+    ("nested", "nested.parquet", ()),
+    ("types", "types.parquet", ()),
+    ("inl", "nostats.parquet", ("allow_missing",)),
+    ("inl", "rg.parquet", ()),
+    ("mixed", "extra.parquet", ("ignore_extra_columns",)),
+)
+
+
+def write_files(d: Path) -> None:
+    """The pyarrow-written files the twins register."""
+    for sub in ("hive/region=eu", "hive/region=us", "mixed", "hv/year=2024", "hv/year=__HIVE_DEFAULT_PARTITION__"):
+        (d / sub).mkdir(parents=True, exist_ok=True)
+    struct = pa.struct([("b", pa.string()), ("a", pa.int32())])
+    pq.write_table(pa.table({"name": ["x", "y", None], "id": pa.array([3, 1, 2], pa.int32()),
+                             "s": pa.array([{"b": "p", "a": 1}, None, {"b": None, "a": 3}], struct),
+                             "l": pa.array([[1, 2], [], None], pa.list_(pa.int32()))}), d / "a.parquet")
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32()), "name": ["a", "b"]}), d / "mixed/m1.parquet")
+    pq.write_table(pa.table({"name": ["c"], "id": pa.array([3], pa.int16())}), d / "mixed/m2.parquet")
+    pq.write_table(pa.table({"id": pa.array([4], pa.int32())}), d / "mixed/m3.parquet")
+    with_ids = pa.schema([pa.field("id", pa.int32(), metadata={b"PARQUET:field_id": b"1"}),
+                          pa.field("name", pa.string(), metadata={b"PARQUET:field_id": b"2"})])
+    pq.write_table(pa.table({"id": pa.array([10, 11], pa.int32()), "name": ["p", "q"]}, schema=with_ids),
+                   d / "ids.parquet")
+    pq.write_table(pa.table({"id": pa.array([12], pa.int32()), "zz": [1], "name": ["e"]}), d / "extra.parquet")
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "v": [1.5, 2.5]}), d / "hive/region=eu/f1.parquet")
+    pq.write_table(pa.table({"id": pa.array([3], pa.int64()), "v": [3.5]}), d / "hive/region=us/f2.parquet")
+    pq.write_table(pa.table({"v": pa.array([1], pa.int32())}), d / "hv/year=2024/a.parquet")
+    pq.write_table(pa.table({"v": pa.array([2], pa.int32())}), d / "hv/year=__HIVE_DEFAULT_PARTITION__/b.parquet")
+    pq.write_table(pa.table({
+        "m": pa.array([[("k", 1)], None], pa.map_(pa.string(), pa.int32())),
+        "ls": pa.array([[{"x": 1}], []], pa.list_(pa.struct([("x", pa.int32())])))}), d / "nested.parquet")
+    pq.write_table(pa.table({
+        "id": pa.array([1, None], pa.int32()), "d": pa.array([decimal.Decimal("1.50"), None], pa.decimal128(9, 2)),
+        "ts": pa.array([dt.datetime(2024, 1, 2, 3, 4, 5, 600000), None], pa.timestamp("us")),
+        "dd": pa.array([dt.date(2024, 1, 2), None]), "f": pa.array([1.5, float("nan")]), "b": [True, None],
+        "bl": pa.array([b"\x00\xff", None]),
+        "tz": pa.array([dt.datetime(2024, 1, 2, tzinfo=dt.UTC), None], pa.timestamp("us", tz="UTC")),
+        "f32": pa.array([0.1, None], pa.float32()), "d2": pa.array([decimal.Decimal("1.50"), None],
+                                                                   pa.decimal128(9, 2)),
+        "tms": pa.array([dt.datetime(2024, 1, 2, 3, 4, 5, 600000), None], pa.timestamp("ms"))}), d / "types.parquet")
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32())}), d / "nostats.parquet", write_statistics=False)
+    pq.write_table(pa.table({"id": pa.array(range(10), pa.int32()), "name": [str(i) for i in range(10)]}),
+                   d / "rg.parquet", row_group_size=3)
+
+
+class Twins:
+    """Two lakes built alike by DuckDB, each with its own copy of the files: `duck` and `ours`."""
+
+    def __init__(self, tmp: Path, backend: str, ddl: tuple[str, ...] = DDL) -> None:
+        self.spots: dict[str, Spot] = {}
+        for side in ("duck", "ours"):
+            path = str(tmp / side / ("c.sqlite" if backend == "sqlite" else "c.ducklake"))
+            (tmp / side / "files").mkdir(parents=True)
+            spot = Spot(backend, path, path, tmp / side / "data")
+            self.duckdb(spot, [*ddl])
+            self.spots[side] = spot
+        self.tmp = tmp
+
+    def files(self, side: str) -> Path:
+        return self.tmp / side / "files"
+
+    @staticmethod
+    def duckdb(spot: Spot, statements: list[str]) -> list[list[tuple[Any, ...]]]:
+        con = oracle_connect()
+        try:
+            con.execute(spot.attach())
+            con.execute("USE lake")
+            out = [con.execute(sql).fetchall() for sql in statements]
+            con.execute("USE memory")
+            con.execute("DETACH lake")
+        finally:
+            con.close()
+        return out
+
+    def add_duckdb(self, calls: tuple[tuple[str, str, tuple[str, ...]], ...]) -> None:
+        d = self.files("duck")
+        self.duckdb(self.spots["duck"], [
+            f"CALL ducklake_add_data_files('lake', '{t}', '{d / p}'{''.join(f', {k} => true' for k in flags)})"
+            for t, p, flags in calls])
+
+    def catalog(self, side: str) -> dict[str, list[tuple[Any, ...]]]:
+        """The compared catalog tables, paths made relative to the side's directory, rows sorted."""
+        prefix = str(self.tmp / side) + "/"
+        rows = self.duckdb(self.spots[side], [f"SELECT * FROM __ducklake_metadata_lake.{t}" for t in CATALOG_TABLES])
+        return {t: sorted((tuple(v.replace(prefix, "") if isinstance(v, str) else v for v in r) for r in rs),
+                          key=repr) for t, rs in zip(CATALOG_TABLES, rows, strict=True)}
+
+    def duck_rows(self, side: str, tables: list[str]) -> dict[str, list[tuple[Any, ...]]]:
+        """Each table's rows with their row ids, as DuckDB reads them."""
+        got = self.duckdb(self.spots[side], [f"SELECT rowid, * FROM {t} ORDER BY rowid" for t in tables])
+        return {t: [tuple(comparable(v) for v in r) for r in rs] for t, rs in zip(tables, got, strict=True)}
+
+
+def comparable(value: Any) -> Any:
+    """A value from DuckDB or Spark in one form (structs as sorted pairs, instants as naive UTC)."""
+    from tests.support.dml_twins import normal
+
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    return normal(value)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "duckdb"])
+def test_register_twins_catalog_rows(tmp_path: Path, backend: str) -> None:
+    twins = Twins(tmp_path, backend)
+    for side in ("duck", "ours"):
+        write_files(twins.files(side))
+    twins.add_duckdb(CALLS)
+    with Lake.open(twins.spots["ours"].catalog) as lake:
+        for table, path, flags in CALLS:
+            register(lake, table, str(twins.files("ours") / path), **dict.fromkeys(
+                ("ignore_extra_columns" if f == "ignore_extra_columns" else f for f in flags), True))
+    assert twins.catalog("ours") == twins.catalog("duck")
+    tables = ["t", "mixed", "h", "hp", "hv", "nested", "types", "inl"]
+    assert twins.duck_rows("ours", tables) == twins.duck_rows("duck", tables)
+
+
+@pytest.mark.parametrize("spot", ["sqlite"], indirect=True)
+def test_register_refusals_change_nothing(spot: Spot, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    Twins.duckdb(spot, ["CREATE TABLE t (id INTEGER, name VARCHAR)", "CREATE TABLE p (id INTEGER, region VARCHAR)",
+                        "ALTER TABLE p SET PARTITIONED BY (region)"])
+    d = tmp_path / "in"
+    (d / "region=eu").mkdir(parents=True)
+    pq.write_table(pa.table({"id": ["1"], "name": ["a"]}), d / "str.parquet")
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64()), "name": ["a"]}), d / "i64.parquet")
+    pq.write_table(pa.table({"id": pa.array([1], pa.int32())}), d / "missing.parquet")
+    pq.write_table(pa.table({"id": pa.array([1], pa.int32()), "name": ["a"], "zz": [1]}), d / "extra.parquet")
+    pq.write_table(pa.table({"id": pa.array([1], pa.int32()), "region": ["eu"]}), d / "flat.parquet")
+    pq.write_table(pa.table({"id": pa.array([1], pa.int32())}), d / "region=eu" / "r.parquet")
+    (d / "bad.parquet").write_bytes(b"not parquet")
+    before = Path(spot.catalog).read_bytes()
+    for args, text in [
+        (("t", str(d / "str.parquet")), 'column "id" of ' + str(d / "str.parquet") + " holds varchar"),
+        (("t", str(d / "i64.parquet")), "holds int64, which the table's int32 column cannot read"),
+        (("t", str(d / "missing.parquet")), 'column "name" of the table is not in'),
+        (("t", str(d / "extra.parquet")), 'column "zz" of'),
+        (("t", str(d / "nothing*.parquet")), "no files match"),
+        (("t", str(d / "bad.parquet")), "is not a Parquet file"),
+        (("p", str(d / "flat.parquet")), "no hive value for the table's partition key"),
+        (("p", str(d / "region=eu" / "r.parquet")), 'column "region" of the table is not in'),  # no hive flag
+        (("p", str(d / "region=eu" / "r.parquet"), "--allow-missing"), "no hive value"),
+        (("nope", str(d / "flat.parquet")), "table main.nope does not exist"),
+    ]:
+        code, out, err = run_main(capsys, "register", spot.catalog, *args)
+        assert code == 1 and out == "", (args, err)
+        assert len(err.strip().splitlines()) == 1 and text in err, (args, err)
+    assert Path(spot.catalog).read_bytes() == before
+    code, out, err = run_main(capsys, "register", spot.catalog, "p", str(d / "region=eu" / "*.parquet"),
+                              "--hive-partitioning", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["rows"] == 1
+
+
+# ----- Spark-written files, reads, deletes and compaction on both lakes ------------------------------------------
+
+
+@pytest.fixture
+def spark_twins(tmp_path: Path, spark: Any) -> Iterator[Twins]:
+    twins = Twins(tmp_path, "sqlite", (
+        "CREATE TABLE sp (id INTEGER, name VARCHAR, s STRUCT(a INTEGER, b VARCHAR), l INTEGER[], "
+        "ts TIMESTAMPTZ, extra DOUBLE)",
+        "CREATE TABLE t (id INTEGER, name VARCHAR, s STRUCT(a INTEGER, b VARCHAR), l INTEGER[], extra DOUBLE)",
+        "CREATE TABLE hp (id BIGINT, v DOUBLE, region VARCHAR)",
+        "ALTER TABLE hp SET PARTITIONED BY (region)",
+    ))
+    df = spark.createDataFrame(
+        [(f"n{i}" if i % 4 else None, i, (i, f"b{i}") if i % 3 else None, [i, i + 1] if i % 5 else None,
+          dt.datetime(2024, 1, 1) + dt.timedelta(hours=i)) for i in range(30)],
+        "name string, id int, s struct<a:int,b:string>, l array<int>, ts timestamp")
+    out = str(tmp_path / "spark")
+    df.repartition(3).write.parquet(out)
+    for side in ("duck", "ours"):
+        d = twins.files(side)
+        write_files(d)
+        (d / "spark").mkdir()
+        for i, f in enumerate(sorted(Path(out).glob("*.parquet"))):
+            (d / "spark" / f"part-{i}.parquet").write_bytes(f.read_bytes())
+    yield twins
+
+
+@pytest.mark.spark
+def test_register_spark_files_then_delete_and_compact(spark_twins: Twins, capsys: pytest.CaptureFixture[str],
+                                                      spark: Any) -> None:
+    from ducklake_cli.ops.query import table_dataframe
+
+    twins = spark_twins
+    calls = (("sp", "spark/*.parquet", ("allow_missing",)), ("t", "a.parquet", ("allow_missing",)),
+             ("hp", "hive/*/*.parquet", ("hive_partitioning",)))
+    twins.add_duckdb(calls)
+    ours = twins.spots["ours"].catalog
+    for table, path, flags in calls:
+        code, _, err = run_main(capsys, "register", ours, table, str(twins.files("ours") / path),
+                                *(f"--{f.replace('_', '-')}" for f in flags))
+        assert code == 0, err
+    assert twins.catalog("ours") == twins.catalog("duck")
+    tables = ["sp", "t", "hp"]
+
+    def ours_read() -> dict[str, list[tuple[Any, ...]]]:
+        with Lake.open(ours) as lake:
+            out = {}
+            for name in tables:
+                df = table_dataframe(lake, name, spark=spark, with_rowid=True)
+                rows = df.select("rowid", *[c for c in df.columns if c != "rowid"]).collect()
+                out[name] = sorted((tuple(comparable(v) for v in r) for r in rows), key=lambda r: int(r[0]))
+            return out
+
+    def duck_read(side: str) -> dict[str, list[tuple[Any, ...]]]:
+        return twins.duck_rows(side, tables)
+
+    first = duck_read("duck")
+    assert duck_read("ours") == first
+    assert ours_read() == first
+
+    deletes = ["DELETE FROM sp WHERE id % 4 = 1", "DELETE FROM t WHERE id = 2", "DELETE FROM hp WHERE region = 'us'"]
+    twins.duckdb(twins.spots["duck"], deletes)
+    for sql in deletes:
+        code, _, err = run_main(capsys, "query", ours, sql)
+        assert code == 0, err
+    code, _, err = run_main(capsys, "maintain", "compact", ours, "--yes")
+    assert code == 0, err
+    twins.duckdb(twins.spots["duck"], ["CALL ducklake_merge_adjacent_files('lake')"])
+    after = duck_read("duck")
+    assert duck_read("ours") == after
+    assert sum(len(v) for v in after.values()) < sum(len(v) for v in first.values())
+    # DuckDB compacts our lake too, and both tools still read the same rows.
+    twins.duckdb(twins.spots["ours"], ["CALL ducklake_merge_adjacent_files('lake')"])
+    assert duck_read("ours") == after
+    assert ours_read() == after
