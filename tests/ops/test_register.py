@@ -159,8 +159,8 @@ def test_register_twins_catalog_rows(tmp_path: Path, backend: str) -> None:
     twins.add_duckdb(CALLS)
     with Lake.open(twins.spots["ours"].catalog) as lake:
         for table, path, flags in CALLS:
-            register(lake, table, str(twins.files("ours") / path), **dict.fromkeys(
-                ("ignore_extra_columns" if f == "ignore_extra_columns" else f for f in flags), True))
+            register(lake, table, str(twins.files("ours") / path), hive_partitioning="hive_partitioning" in flags,
+                     allow_missing="allow_missing" in flags, ignore_extra_columns="ignore_extra_columns" in flags)
     assert twins.catalog("ours") == twins.catalog("duck")
     tables = ["t", "mixed", "h", "hp", "hv", "nested", "types", "inl"]
     assert twins.duck_rows("ours", tables) == twins.duck_rows("duck", tables)
