@@ -277,3 +277,36 @@ def test_register_spark_files_then_delete_and_compact(spark_twins: Twins, capsys
     twins.duckdb(twins.spots["ours"], ["CALL ducklake_merge_adjacent_files('lake')"])
     assert duck_read("ours") == after
     assert ours_read() == after
+
+
+def test_register_s3_files(tmp_path: Path, s3_bucket: Any) -> None:
+    """Files on S3 (globs included), registered by DuckDB and by us alike; metadata only."""
+    s3 = s3_bucket
+    local = tmp_path / "src"
+    write_files(local)
+    fs = s3.filesystem()
+    for side in ("duck", "ours"):
+        for f in ("a.parquet", "mixed/m1.parquet", "mixed/m2.parquet", "hive/region=eu/f1.parquet",
+                  "hive/region=us/f2.parquet"):
+            fs.put(str(local / f), f"{s3.bucket}/{s3.prefix}/{side}/{f}")
+    secret = (f"CREATE SECRET (TYPE s3, KEY_ID '{s3.key}', SECRET '{s3.secret}', ENDPOINT '{s3.host_port}', "
+              f"URL_STYLE 'path', USE_SSL false, REGION '{s3.region}')")
+    calls = (("t", "a.parquet", "allow_missing"), ("mixed", "mixed/*.parquet", ""),
+             ("hp", "hive/*/*.parquet", "hive_partitioning"))
+    rows = {}
+    for side in ("duck", "ours"):
+        spot = Spot("sqlite", str(tmp_path / f"{side}.sqlite"), str(tmp_path / f"{side}.sqlite"), tmp_path / "data")
+        root = f"{s3.url}{side}/"
+        adds = [f"CALL ducklake_add_data_files('lake', '{t}', '{root}{p}'{f', {flag} => true' if flag else ''})"
+                for t, p, flag in calls] if side == "duck" else []
+        Twins.duckdb(spot, [secret, *DDL[:5], *adds])
+        if side == "ours":
+            with Lake.open(spot.catalog, storage_options=s3.storage_options()) as lake:
+                for t, p, flag in calls:
+                    register(lake, t, root + p, hive_partitioning=flag == "hive_partitioning",
+                             allow_missing=flag == "allow_missing")
+        got = Twins.duckdb(spot, [f"SELECT * FROM __ducklake_metadata_lake.{t}" for t in CATALOG_TABLES])
+        rows[side] = [sorted((tuple(v.replace(root, "") if isinstance(v, str) else v for v in r) for r in rs),
+                             key=repr) for rs in got]
+    assert rows["ours"] == rows["duck"]
+    assert any(r[5] == "mixed/m2.parquet" for r in rows["ours"][1])
