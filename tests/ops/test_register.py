@@ -279,6 +279,7 @@ def test_register_spark_files_then_delete_and_compact(spark_twins: Twins, capsys
     assert ours_read() == after
 
 
+@pytest.mark.s3
 def test_register_s3_files(tmp_path: Path, s3_bucket: Any) -> None:
     """Files on S3 (globs included), registered by DuckDB and by us alike; metadata only."""
     s3 = s3_bucket
