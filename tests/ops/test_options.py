@@ -189,3 +189,26 @@ def test_normalise_matches_duckdb_formats() -> None:
     }
     for (key, text), stored in cases.items():
         assert catalog_options.normalise(key, text)[1] == stored, (key, text)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("spot", ["postgres"], indirect=True)
+def test_options_on_postgres(spot: Spot) -> None:
+    con = oracle_connect()
+    try:
+        con.execute(spot.attach())
+        for sql in SETUP:
+            con.execute(sql)
+        con.execute("DETACH lake")
+    finally:
+        con.close()
+    with Lake.open(spot.catalog) as lake:
+        change_options(lake, assignments={"target_file_size": "10MB", "auto_compact": "no"}, table="s.t")
+        change_options(lake, assignments={"target_file_size": "1GB"})
+        change_options(lake, assignments={"target_file_size": "2GB"})
+        change_options(lake, assignments={}, unset=["auto_compact"], table="s.t")
+    rows, _, listed = _rows(spot)
+    assert [r for r in rows if r[0] == "target_file_size"] == [
+        ("target_file_size", "10000000", "table", 2), ("target_file_size", "2000000000", None, None)]
+    assert ("target_file_size", "10000000", "TABLE", "s.t") in listed
+    assert not [r for r in rows if r[0] == "auto_compact"]
