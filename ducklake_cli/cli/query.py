@@ -45,7 +45,9 @@ def query(
     explain: Annotated[bool, typer.Option("--explain", help="Show the files each table scan keeps and prunes, and "
                                                             "Spark's plan, instead of running the query.")] = False,
     file: Annotated[Path | None, typer.Option("--file", help="Run the change statements of a SQL script, in order, "
-                                                             "as one transaction: one snapshot, or nothing.",
+                                                             "as one transaction: one snapshot, or nothing (a DDL "
+                                                             "script: one snapshot per statement, stopping at the "
+                                                             "first that fails).",
                                               show_default=False)] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="For changes: count the rows they would delete, update "
                                                             "and insert, and commit nothing.")] = False,
@@ -60,7 +62,9 @@ def query(
     debug: DebugOpt = False,
 ) -> None:
     """Run Spark SQL over a lake's tables, at the latest or any earlier snapshot; or change them with DELETE,
-    UPDATE, MERGE INTO, INSERT [OVERWRITE] or CREATE TABLE … AS, committed as one snapshot.
+    UPDATE, MERGE INTO, INSERT [OVERWRITE] or CREATE TABLE … AS, committed as one snapshot; or change the lake's
+    shape with DDL (CREATE/DROP SCHEMA, TABLE and VIEW, ALTER TABLE/VIEW, COMMENT ON), one snapshot per
+    statement and without Spark.
 
     Examples:
 
@@ -76,6 +80,8 @@ def query(
       WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
 
       ducklake query lake.sqlite --file nightly-fixes.sql -m "nightly fixes"
+
+      ducklake query lake.sqlite "ALTER TABLE trips SET PARTITIONED BY (year(pickup), city)"
     """
     if file is not None:
         if sql is not None and catalog is not None:
@@ -84,14 +90,29 @@ def query(
         sql = None
     else:
         catalog, sql = shift_catalog(catalog, sql, "SQL")
+    from ducklake_cli.engine.planning.ddl_plan import is_ddl, split_ddl_script
     from ducklake_cli.engine.planning.dml_plan import is_change, split_script
 
-    statements = [sql] if sql is not None and is_change(sql) else None
+    text = None
     if file is not None:
         try:
             text = file.read_text(encoding="utf-8")
         except OSError as exc:
             raise InputError(f"--file {file}: {exc.strerror or exc}") from None
+    ddl = [sql] if sql is not None and is_ddl(sql) else None
+    if text is not None:
+        parts = split_ddl_script(text)
+        if any(is_ddl(part) for part in parts):
+            if not all(is_ddl(part) for part in parts):
+                raise UsageError("a script holds either DDL or data changes, not both; run them as two scripts")
+            ddl = parts
+    if ddl is not None:
+        _ddl(catalog, ddl, snapshot=snapshot, as_of=as_of, output=output, limit=limit, explain=explain,
+             dry_run=dry_run, message=message, author=author, data_path=data_path, metadata_schema=metadata_schema,
+             fmt=fmt)
+        return
+    statements = [sql] if sql is not None and is_change(sql) else None
+    if text is not None:
         statements = split_script(text)
     if statements is not None:
         _change(catalog, statements, snapshot=snapshot, as_of=as_of, output=output, limit=limit, explain=explain,
@@ -118,6 +139,18 @@ def query(
         if result.truncated and not machine:
             notice(f"showing first {len(result.rows):,} of {result.row_count:,} rows; "
                     "use --format csv|json or --output FILE for all")
+
+
+def _ddl(catalog: str | None, statements: list[str], *, snapshot: int | None, as_of: str | None,
+         output: str | None, limit: int | None, explain: bool, dry_run: bool, message: str | None,
+         author: str | None, data_path: str | None, metadata_schema: str | None, fmt: OutputFormat) -> None:
+    """DDL: metadata only, one snapshot per statement, and no Spark."""
+    if snapshot is not None or as_of is not None or output is not None or limit is not None or explain or dry_run:
+        raise UsageError("--snapshot, --as-of, --output, --limit, --explain and --dry-run do not apply to DDL")
+    from ducklake_cli.ops.ddl import run_ddl
+
+    with lake_command(catalog, data_path=data_path, metadata_schema=metadata_schema, read_only=False) as lake:
+        render(run_ddl(lake, statements, message=message, author=author), fmt)
 
 
 def _change(catalog: str | None, statements: list[str], *, snapshot: int | None, as_of: str | None,

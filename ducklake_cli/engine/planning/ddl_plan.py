@@ -1,0 +1,787 @@
+"""DDL statements (Spark SQL spelling, DuckDB's where Spark has none) parsed into typed statements, with types,
+defaults, sort expressions and view bodies rendered as DuckDB records them. Spark-free: DDL never starts Spark."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.tokens import Token, TokenType
+
+from ducklake_cli.catalog.partitions import PartitionRequest, parse_partition_by
+from ducklake_cli.catalog.types import DUCKDB_TYPES, decimal_parts
+from ducklake_cli.engine.planning.sql_rewrite import quiet_sqlglot, syntax_message
+from ducklake_cli.errors import QueryError
+
+# ----- statements ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Name:
+    """`schema.name` as written (schema None: the default schema `main`)."""
+
+    schema: str | None
+    name: str
+
+    @property
+    def schema_name(self) -> str:
+        """The schema, `main` when none was given."""
+        return self.schema or "main"
+
+    def __str__(self) -> str:
+        return f"{self.schema_name}.{self.name}"
+
+
+@dataclass(frozen=True)
+class TypeSpec:
+    """A DuckLake column type: a type name and, for struct/list/map, named children."""
+
+    name: str
+    fields: tuple[tuple[str, TypeSpec], ...] = ()
+
+    def text(self) -> str:
+        """`struct(a int32, b list(varchar))`, as `ColumnInfo.type_text` renders it."""
+        if self.name == "struct":
+            return "struct(" + ", ".join(f"{n} {t.text()}" for n, t in self.fields) + ")"
+        if self.fields:
+            return f"{self.name}(" + ", ".join(t.text() for _, t in self.fields) + ")"
+        return self.name
+
+
+@dataclass(frozen=True)
+class DefaultSpec:
+    """A column default as DuckDB records it: the text, what old rows read (`initial`), and literal/expression."""
+
+    value: str
+    initial: str | None
+    kind: str
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """One column of CREATE TABLE or ADD COLUMN."""
+
+    name: str
+    type: TypeSpec
+    not_null: bool = False
+    default: DefaultSpec | None = None
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class SortSpec:
+    """One SET SORTED BY key: DuckDB's expression text, `ASC|DESC`, `NULLS_FIRST|NULLS_LAST`, and its columns."""
+
+    expression: str
+    direction: str
+    null_order: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CreateSchema:
+    """CREATE SCHEMA [IF NOT EXISTS]."""
+
+    name: str
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class DropSchema:
+    """DROP SCHEMA [IF EXISTS] [CASCADE]."""
+
+    name: str
+    if_exists: bool = False
+    cascade: bool = False
+
+
+@dataclass(frozen=True)
+class CreateTable:
+    """CREATE TABLE [IF NOT EXISTS] t (columns) [PARTITIONED BY (…)] [COMMENT '…']."""
+
+    table: Name
+    columns: tuple[ColumnSpec, ...]
+    partition: tuple[PartitionRequest, ...] = ()
+    if_not_exists: bool = False
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class DropTable:
+    """DROP TABLE [IF EXISTS]."""
+
+    table: Name
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class RenameTable:
+    """ALTER TABLE … RENAME TO."""
+
+    table: Name
+    new_name: str
+
+
+@dataclass(frozen=True)
+class AddColumn:
+    """ALTER TABLE … ADD COLUMN [IF NOT EXISTS] [parent.]name type [DEFAULT …]."""
+
+    table: Name
+    parent: tuple[str, ...]
+    column: ColumnSpec
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class DropColumn:
+    """ALTER TABLE … DROP COLUMN [IF EXISTS] a[.b]."""
+
+    table: Name
+    path: tuple[str, ...]
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class RenameColumn:
+    """ALTER TABLE … RENAME COLUMN a[.b] TO c."""
+
+    table: Name
+    path: tuple[str, ...]
+    new_name: str
+
+
+@dataclass(frozen=True)
+class AlterColumnType:
+    """ALTER TABLE … ALTER COLUMN a[.b] [SET DATA] TYPE t."""
+
+    table: Name
+    path: tuple[str, ...]
+    type: TypeSpec
+
+
+@dataclass(frozen=True)
+class SetNotNull:
+    """ALTER TABLE … ALTER COLUMN a SET NOT NULL (`not_null`) / DROP NOT NULL."""
+
+    table: Name
+    path: tuple[str, ...]
+    not_null: bool
+
+
+@dataclass(frozen=True)
+class SetDefault:
+    """ALTER TABLE … ALTER COLUMN a SET DEFAULT … / DROP DEFAULT (`default` None)."""
+
+    table: Name
+    path: tuple[str, ...]
+    default: DefaultSpec | None
+
+
+@dataclass(frozen=True)
+class SetPartition:
+    """ALTER TABLE … SET PARTITIONED BY (…) / RESET PARTITIONED BY (empty `keys`)."""
+
+    table: Name
+    keys: tuple[PartitionRequest, ...]
+
+
+@dataclass(frozen=True)
+class SetSort:
+    """ALTER TABLE … SET SORTED BY (…) / RESET SORTED BY (empty `keys`)."""
+
+    table: Name
+    keys: tuple[SortSpec, ...]
+
+
+@dataclass(frozen=True)
+class Comment:
+    """COMMENT ON TABLE|VIEW|COLUMN … IS '…' | NULL (and Spark's ALTER COLUMN … COMMENT)."""
+
+    kind: str  # "table", "view" or "column"
+    target: Name
+    path: tuple[str, ...]
+    text: str | None
+
+
+@dataclass(frozen=True)
+class CreateView:
+    """CREATE [OR REPLACE] VIEW [IF NOT EXISTS] v [(aliases)] AS query: the body as DuckDB records it."""
+
+    view: Name
+    sql: str
+    aliases: tuple[str, ...] = ()
+    or_replace: bool = False
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class DropView:
+    """DROP VIEW [IF EXISTS]."""
+
+    view: Name
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class RenameView:
+    """ALTER VIEW … RENAME TO."""
+
+    view: Name
+    new_name: str
+
+
+Statement = (CreateSchema | DropSchema | CreateTable | DropTable | RenameTable | AddColumn | DropColumn
+             | RenameColumn | AlterColumnType | SetNotNull | SetDefault | SetPartition | SetSort | Comment
+             | CreateView | DropView | RenameView)
+
+# ----- DuckDB's renderings ---------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _duck() -> Any:
+    import duckdb
+
+    return duckdb.connect(":memory:")
+
+
+def _duck_sql(select_sql: str, what: str) -> tuple[str, dict[str, Any]]:
+    """DuckDB's own text of a SELECT (its parser's rendering, as it records views and expressions) and its
+    serialized tree (to tell constants from expressions); nothing is bound or run."""
+    con = _duck()
+    try:
+        tree = con.execute("SELECT json_serialize_sql(?)", [select_sql]).fetchone()[0]
+        text = con.execute("SELECT json_deserialize_sql(?)", [tree]).fetchone()[0]
+    except Exception as exc:  # DuckDB parser errors: one line naming what was being read
+        raise QueryError(f"{what}: {str(exc).splitlines()[0]}") from None
+    parsed = json.loads(tree)
+    if parsed.get("error"):
+        raise QueryError(f"{what}: {parsed.get('error_message', 'not valid SQL')}")
+    return str(text), parsed
+
+
+def _to_duckdb(sql: str, what: str) -> str:
+    """Spark SQL text as DuckDB SQL (sqlglot); text with `"names"` and no backticks is read as DuckDB's (double
+    quotes name things in DuckDB and ANSI SQL, where Spark would read a string)."""
+    dialect = "duckdb" if '"' in sql and "`" not in sql else "spark"
+    try:
+        with quiet_sqlglot():
+            return str(sqlglot.transpile(sql, read=dialect, write="duckdb")[0])
+    except SqlglotError as exc:
+        raise QueryError(f"{what}: {syntax_message(exc)}") from None
+
+
+def duckdb_type(t: TypeSpec) -> str:
+    """The DuckDB spelling of a type (casts of defaults)."""
+    if t.name == "struct":
+        return "STRUCT(" + ", ".join(f'"{n}" {duckdb_type(c)}' for n, c in t.fields) + ")"
+    if t.name == "list":
+        return f"{duckdb_type(t.fields[0][1])}[]"
+    if t.name == "map":
+        return f"MAP({duckdb_type(t.fields[0][1])}, {duckdb_type(t.fields[1][1])})"
+    dec = decimal_parts(t.name)
+    return f"DECIMAL({dec[0]},{dec[1]})" if dec else DUCKDB_TYPES.get(t.name, t.name.upper())
+
+
+def default_spec(spark_sql: str, column_type: TypeSpec) -> DefaultSpec:
+    """A DEFAULT as DuckDB records it: a constant is a literal (its text, and old rows read it cast to the
+    column's type); anything else (typed literals, `true`, functions) is an expression, kept as DuckDB writes it."""
+    what = f"DEFAULT {spark_sql}"
+    cur = _Cursor(spark_sql)
+    if len(cur.toks) == 1 and cur.toks[0].token_type is TokenType.STRING and spark_sql.lstrip()[:1] == "'":
+        duck = "'" + cur.toks[0].text.replace("'", "''") + "'"  # `'it''s'`: one string, as in DuckDB
+    else:
+        duck = _to_duckdb(spark_sql, what)
+    text, tree = _duck_sql("SELECT " + duck, what)
+    node = tree["statements"][0]["node"]["select_list"][0]
+    if node.get("class") != "CONSTANT":
+        return DefaultSpec(text.removeprefix("SELECT "), None, "expression")
+    con = _duck()
+    body = text.removeprefix("SELECT ")
+    value = con.execute(f"SELECT CAST(({body}) AS VARCHAR)").fetchone()[0]
+    if value is None:
+        return DefaultSpec("NULL", None, "literal")
+    try:
+        initial = con.execute(f"SELECT CAST(CAST(({body}) AS {duckdb_type(column_type)}) AS VARCHAR)").fetchone()[0]
+    except Exception as exc:
+        raise QueryError(f"{what} is not a valid {column_type.text()}: {str(exc).splitlines()[0]}") from None
+    return DefaultSpec(str(value), initial, "literal")
+
+
+def view_sql(spark_sql: str, name: str) -> str:
+    """A view body (Spark SQL) as DuckDB records it in `ducklake_view.sql`."""
+    what = f"view {name}"
+    text, tree = _duck_sql(_to_duckdb(spark_sql, what), what)
+    if len(tree.get("statements", [])) != 1:
+        raise QueryError(f"{what}: the body must be one query")
+    return text
+
+
+def _sort_spec(spark_sql: str, direction: str, nulls: str | None) -> SortSpec:
+    what = f"SET SORTED BY {spark_sql}"
+    duck = _to_duckdb(spark_sql, what)
+    text, _ = _duck_sql("SELECT " + duck, what)
+    with quiet_sqlglot():
+        tree = sqlglot.parse_one(duck, read="duckdb")
+    cols = []
+    for col in tree.find_all(exp.Column):
+        if col.table:
+            raise QueryError(f"{what}: only unqualified columns can be sort keys (no struct fields or table "
+                             "prefixes)")
+        cols.append(col.name)
+    if not cols:
+        raise QueryError(f"{what}: a sort key must reference a column")
+    null_order = nulls or "NULLS_LAST"
+    return SortSpec(text.removeprefix("SELECT "), direction, null_order, tuple(cols))
+
+
+# ----- types -----------------------------------------------------------------------------------------------------
+
+_T = exp.DataType.Type
+_SIMPLE: dict[Any, str] = {
+    _T.BOOLEAN: "boolean", _T.TINYINT: "int8", _T.SMALLINT: "int16", _T.INT: "int32", _T.BIGINT: "int64",
+    _T.UTINYINT: "uint8", _T.USMALLINT: "uint16", _T.UINT: "uint32", _T.UBIGINT: "uint64", _T.INT128: "int128",
+    _T.UINT128: "uint128", _T.FLOAT: "float32", _T.DOUBLE: "float64", _T.DATE: "date", _T.TIME: "time",
+    _T.TIMETZ: "timetz", _T.TIME_NS: "time_ns", _T.TIMESTAMPNTZ: "timestamp", _T.TIMESTAMP: "timestamp",
+    _T.TIMESTAMPTZ: "timestamptz", _T.TIMESTAMPLTZ: "timestamptz", _T.TIMESTAMP_S: "timestamp_s",
+    _T.TIMESTAMP_MS: "timestamp_ms", _T.TIMESTAMP_NS: "timestamp_ns", _T.INTERVAL: "interval",
+    _T.TEXT: "varchar", _T.VARCHAR: "varchar", _T.CHAR: "varchar", _T.NVARCHAR: "varchar", _T.NCHAR: "varchar",
+    _T.BINARY: "blob", _T.VARBINARY: "blob", _T.BLOB: "blob", _T.UUID: "uuid", _T.JSON: "json",
+}
+
+
+def parse_type(text: str) -> TypeSpec:
+    """A Spark type (`INT`, `STRING`, `DECIMAL(10,2)`, `ARRAY<…>`, `STRUCT<a: …>`, `MAP<…>`, `TIMESTAMP` = with
+    time zone, `TIMESTAMP_NTZ`), or DuckDB's spelling where Spark has none (`UINTEGER`, `INT[]`, `STRUCT(a …)`)."""
+    node = None
+    for dialect in ("spark", "duckdb"):
+        try:
+            with quiet_sqlglot():
+                node = exp.DataType.build(text, dialect=dialect)
+            if node.this is not _T.USERDEFINED:
+                break
+        except (SqlglotError, ValueError):
+            continue
+    if node is None:
+        raise QueryError(f"unknown type {text.strip()!r}")
+    return _type_of(node, text)
+
+
+def _type_of(node: exp.DataType, text: str) -> TypeSpec:
+    t = node.this
+    kids = list(node.expressions)
+    if t in (_T.STRUCT, _T.OBJECT):
+        fields = []
+        for k in kids:
+            if not isinstance(k, exp.ColumnDef) or not isinstance(k.args.get("kind"), exp.DataType):
+                raise QueryError(f"type {text.strip()!r}: struct fields need a name and a type")
+            fields.append((k.name, _type_of(k.args["kind"], text)))
+        if not fields:
+            raise QueryError(f"type {text.strip()!r}: a struct needs at least one field")
+        return TypeSpec("struct", tuple(fields))
+    if t in (_T.ARRAY, _T.LIST):
+        if len(kids) != 1 or not isinstance(kids[0], exp.DataType):
+            raise QueryError(f"type {text.strip()!r}: an array needs one element type")
+        return TypeSpec("list", (("element", _type_of(kids[0], text)),))
+    if t is _T.MAP:
+        if len(kids) != 2 or not all(isinstance(k, exp.DataType) for k in kids):
+            raise QueryError(f"type {text.strip()!r}: a map needs a key and a value type")
+        return TypeSpec("map", (("key", _type_of(kids[0], text)), ("value", _type_of(kids[1], text))))
+    if t is _T.DECIMAL:
+        params = [int(p.name) for p in kids]
+        if len(params) != 2:
+            raise QueryError(f"type {text.strip()!r}: give DECIMAL(precision, scale) (Spark and DuckDB default "
+                             "them differently)")
+        if not 1 <= params[0] <= 38 or not 0 <= params[1] <= params[0]:
+            raise QueryError(f"type {text.strip()!r}: precision must be 1-38 and scale 0-precision")
+        return TypeSpec(f"decimal({params[0]},{params[1]})")
+    if t in _SIMPLE:
+        return TypeSpec(_SIMPLE[t])
+    raise QueryError(f"type {text.strip()!r} is not a DuckLake type")
+
+
+# ----- the parser ------------------------------------------------------------------------------------------------
+
+_NAME_TOKENS = frozenset({TokenType.VAR, TokenType.IDENTIFIER, TokenType.STRING})
+
+
+class _Cursor:
+    """Tokens of one statement (Spark's tokenizer) with the original text for slices."""
+
+    def __init__(self, sql: str) -> None:
+        from sqlglot.dialects.spark import Spark
+
+        self.sql = sql
+        try:
+            with quiet_sqlglot():
+                raw = Spark().tokenize(sql)
+        except SqlglotError as exc:
+            raise QueryError(syntax_message(exc)) from None
+        self.toks: list[Token] = []
+        for tok in raw:  # `'it''s'` is two Spark strings; DuckDB's (and SQL's) doubling means one quote
+            prev = self.toks[-1] if self.toks else None
+            if prev is not None and tok.token_type is TokenType.STRING and prev.token_type is TokenType.STRING \
+                    and tok.start == prev.end + 1 and sql[prev.start] == "'" == sql[tok.start]:
+                self.toks[-1] = Token(TokenType.STRING, prev.text + "'" + tok.text, prev.line, prev.col,
+                                      prev.start, tok.end)
+                continue
+            if tok.token_type is not TokenType.SEMICOLON:
+                self.toks.append(tok)
+        self.i = 0
+
+    def _words(self, j: int) -> list[str]:
+        tok = self.toks[j]
+        if tok.token_type in (TokenType.STRING, TokenType.IDENTIFIER):
+            return ["\0"]  # quoted text is never a keyword
+        return tok.text.upper().split() or [""]
+
+    def peek(self, k: int = 0) -> str:
+        """The first keyword of the token `k` ahead ('' at the end)."""
+        j = self.i + k
+        return self._words(j)[0] if j < len(self.toks) else ""
+
+    def at_end(self) -> bool:
+        return self.i >= len(self.toks)
+
+    def accept(self, *words: str) -> bool:
+        """Consume the keywords if they come next (Spark tokenizes `PARTITIONED BY` as one token)."""
+        j, k = self.i, 0
+        while k < len(words):
+            if j >= len(self.toks):
+                return False
+            got = self._words(j)
+            if got != list(words[k:k + len(got)]):
+                return False
+            k, j = k + len(got), j + 1
+        self.i = j
+        return True
+
+    def expect(self, *words: str) -> None:
+        if not self.accept(*words):
+            got = self.toks[self.i].text if not self.at_end() else "the end of the statement"
+            raise QueryError(f"expected {' '.join(words)}, got {got!r}")
+
+    def ident(self) -> str:
+        if self.at_end():
+            raise QueryError("expected a name, got the end of the statement")
+        tok = self.toks[self.i]
+        if tok.token_type in (TokenType.NUMBER, TokenType.L_PAREN, TokenType.R_PAREN, TokenType.COMMA,
+                              TokenType.DOT):
+            raise QueryError(f"expected a name, got {tok.text!r}")
+        self.i += 1
+        return tok.text
+
+    def path(self) -> tuple[str, ...]:
+        parts = [self.ident()]
+        while self.accept("."):
+            parts.append(self.ident())
+        return tuple(parts)
+
+    def name(self) -> Name:
+        parts = self.path()
+        if len(parts) > 3:
+            raise QueryError(f"name {'.'.join(parts)!r} has too many parts")
+        return Name(parts[-2] if len(parts) > 1 else None, parts[-1])
+
+    def string_or_null(self) -> str | None:
+        if self.accept("NULL"):
+            return None
+        if self.at_end() or self.toks[self.i].token_type is not TokenType.STRING:
+            raise QueryError("expected a quoted string or NULL")
+        self.i += 1
+        return self.toks[self.i - 1].text
+
+    def until(self, stop: Callable[[_Cursor], bool]) -> str:
+        """Raw text up to (not including) the first top-level token where `stop` holds."""
+        start, depth = self.i, 0
+        while not self.at_end():
+            tt = self.toks[self.i].token_type
+            if depth == 0 and stop(self):
+                break
+            if tt in (TokenType.L_PAREN, TokenType.LT, TokenType.L_BRACKET):
+                depth += 1
+            elif tt in (TokenType.R_PAREN, TokenType.GT, TokenType.R_BRACKET):
+                depth -= 1
+            self.i += 1
+        if self.i == start:
+            got = self.toks[self.i].text if not self.at_end() else "the end of the statement"
+            raise QueryError(f"expected more before {got!r}")
+        return self.sql[self.toks[start].start:self.toks[self.i - 1].end + 1]
+
+    def rest(self) -> str:
+        if self.at_end():
+            raise QueryError("unexpected end of the statement")
+        start, self.i = self.toks[self.i].start, len(self.toks)
+        return self.sql[start:].rstrip().rstrip(";")
+
+    def done(self) -> None:
+        if not self.at_end():
+            raise QueryError(f"unexpected {self.toks[self.i].text!r}")
+
+    def items(self) -> Iterator[str]:
+        """Comma-separated raw items inside `( … )`."""
+        self.expect("(")
+        while True:
+            yield self.until(lambda c: c.peek() in (",", ")"))
+            if self.accept(")"):
+                return
+            self.expect(",")
+
+
+_STARTS = {"CREATE", "DROP", "ALTER", "COMMENT"}
+_COLUMN_STOP = frozenset({"NOT", "NULL", "DEFAULT", "COMMENT", ",", ")", "PRIMARY", "CONSTRAINT"})
+_DEFAULT_STOP = _COLUMN_STOP - {"NULL"}
+
+
+def is_ddl(sql: str) -> bool:
+    """Whether a statement is DDL (everything CREATE/DROP/ALTER/COMMENT but CREATE TABLE … AS)."""
+    words = sql.lstrip().split(None, 1)
+    if not words or words[0].upper() not in _STARTS:
+        return False
+    if words[0].upper() != "CREATE":
+        return True
+    try:
+        cur = _Cursor(sql)
+    except QueryError:
+        return True  # parse_ddl reports it
+    cur.accept("CREATE")
+    cur.accept("OR", "REPLACE")
+    if not cur.accept("TABLE"):
+        return True
+    depth = 0
+    for tok in cur.toks[cur.i:]:  # CREATE TABLE … AS SELECT goes to the data-change path
+        if tok.token_type is TokenType.L_PAREN:
+            depth += 1
+        elif tok.token_type is TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and tok.text.upper() in ("AS", "SELECT", "LIKE"):
+            return False
+    return True
+
+
+def parse_ddl(sql: str) -> Statement:
+    """One DDL statement as a typed statement (every error is one line)."""
+    cur = _Cursor(sql)
+    if cur.accept("CREATE"):
+        st: Statement = _create(cur)
+    elif cur.accept("DROP"):
+        st = _drop(cur)
+    elif cur.accept("ALTER", "TABLE"):
+        st = _alter_table(cur)
+    elif cur.accept("ALTER", "VIEW"):
+        view = cur.name()
+        cur.expect("RENAME", "TO")
+        st = RenameView(view, cur.ident())
+    elif cur.accept("COMMENT", "ON"):
+        st = _comment(cur)
+    else:
+        raise QueryError(f"not a DDL statement: {sql.strip()[:60]!r}")
+    cur.done()
+    return st
+
+
+def _create(cur: _Cursor) -> Statement:
+    or_replace = cur.accept("OR", "REPLACE")
+    if cur.accept("SCHEMA") or cur.accept("DATABASE"):
+        if or_replace:
+            raise QueryError("CREATE OR REPLACE SCHEMA is not supported")
+        exists = cur.accept("IF", "NOT", "EXISTS")
+        parts = cur.path()
+        return CreateSchema(parts[-1], exists)
+    if cur.accept("VIEW"):
+        exists = cur.accept("IF", "NOT", "EXISTS")
+        view = cur.name()
+        aliases: tuple[str, ...] = ()
+        if cur.peek() == "(":
+            aliases = tuple(_Cursor(item).ident() for item in cur.items())
+        cur.expect("AS")
+        return CreateView(view, view_sql(cur.rest(), str(view)), aliases, or_replace, exists)
+    if or_replace:
+        raise QueryError("CREATE OR REPLACE TABLE is not supported; DROP TABLE first")
+    cur.expect("TABLE")
+    exists = cur.accept("IF", "NOT", "EXISTS")
+    table = cur.name()
+    cols = tuple(_column_spec(_Cursor(item)) for item in cur.items())
+    partition: tuple[PartitionRequest, ...] = ()
+    comment = None
+    while not cur.at_end():
+        if cur.accept("PARTITIONED", "BY"):
+            partition = _partition_keys(cur)
+        elif cur.accept("COMMENT"):
+            comment = cur.string_or_null()
+        elif cur.accept("USING"):
+            fmt = cur.ident()
+            if fmt.lower() != "parquet":
+                raise QueryError(f"USING {fmt}: DuckLake tables are Parquet")
+        else:
+            raise QueryError(f"unexpected {cur.toks[cur.i].text!r} after the column list")
+    names = [c.name.lower() for c in cols]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup:
+        raise QueryError(f"column {dup!r} is given twice")
+    return CreateTable(table, cols, partition, exists, comment)
+
+
+def _column_spec(cur: _Cursor, *, name: str | None = None) -> ColumnSpec:
+    col = name if name is not None else cur.ident()
+    typ = parse_type(cur.until(lambda c: c.peek() in _COLUMN_STOP))
+    not_null, default, comment = False, None, None
+    while not cur.at_end():
+        if cur.accept("NOT", "NULL"):
+            not_null = True
+        elif cur.accept("NULL"):
+            not_null = False
+        elif cur.accept("DEFAULT"):
+            default = default_spec(cur.until(lambda c: c.peek() in _DEFAULT_STOP), typ)
+        elif cur.accept("COMMENT"):
+            comment = cur.string_or_null()
+        else:
+            raise QueryError(f"column {col}: unexpected {cur.toks[cur.i].text!r}")
+    return ColumnSpec(col, typ, not_null, default, comment)
+
+
+def _partition_keys(cur: _Cursor) -> tuple[PartitionRequest, ...]:
+    items = []
+    for item in cur.items():
+        low = item.strip()
+        for spark, duck in (("years(", "year("), ("months(", "month("), ("days(", "day("), ("hours(", "hour(")):
+            if low.lower().startswith(spark):  # Spark's plural transform names
+                low = duck + low[len(spark):]
+        if "." in low.replace("`", "").split("(")[-1] and not low.startswith(('"', "`")):
+            raise QueryError(f"PARTITIONED BY {item.strip()}: nested fields cannot be partition keys")
+        items.append(low)
+    return tuple(parse_partition_by(items))
+
+
+def _drop(cur: _Cursor) -> Statement:
+    if cur.accept("SCHEMA") or cur.accept("DATABASE"):
+        exists = cur.accept("IF", "EXISTS")
+        parts = cur.path()
+        cascade = cur.accept("CASCADE")
+        cur.accept("RESTRICT")
+        return DropSchema(parts[-1], exists, cascade)
+    if cur.accept("TABLE"):
+        exists = cur.accept("IF", "EXISTS")
+        return DropTable(cur.name(), exists)
+    if cur.accept("VIEW"):
+        exists = cur.accept("IF", "EXISTS")
+        return DropView(cur.name(), exists)
+    raise QueryError(f"DROP {cur.peek()}: only DROP SCHEMA, DROP TABLE and DROP VIEW are supported")
+
+
+def _alter_table(cur: _Cursor) -> Statement:
+    table = cur.name()
+    if cur.accept("RENAME", "TO"):
+        return RenameTable(table, cur.name().name)
+    if cur.accept("RENAME", "COLUMN"):
+        path = cur.path()
+        cur.expect("TO")
+        return RenameColumn(table, path, cur.ident())
+    if cur.accept("ADD", "COLUMNS"):
+        raise QueryError("ADD COLUMNS (…) adds several columns; use one ADD COLUMN per statement")
+    if cur.accept("ADD"):
+        cur.accept("COLUMN")
+        exists = cur.accept("IF", "NOT", "EXISTS")
+        path = cur.path()
+        return AddColumn(table, path[:-1], _column_spec(cur, name=path[-1]), exists)
+    if cur.accept("DROP"):
+        cur.accept("COLUMN")
+        exists = cur.accept("IF", "EXISTS")
+        return DropColumn(table, cur.path(), exists)
+    if cur.accept("ALTER") or cur.accept("CHANGE"):
+        cur.accept("COLUMN")
+        return _alter_column(cur, table, cur.path())
+    if cur.accept("SET", "PARTITIONED", "BY"):
+        return SetPartition(table, _partition_keys(cur))
+    if cur.accept("RESET", "PARTITIONED", "BY"):
+        return SetPartition(table, ())
+    if cur.accept("SET", "SORTED", "BY"):
+        return SetSort(table, tuple(_sort_item(item) for item in cur.items()))
+    if cur.accept("RESET", "SORTED", "BY"):
+        return SetSort(table, ())
+    raise QueryError(f"ALTER TABLE {table}: unsupported change {cur.peek() or 'nothing'}")
+
+
+def _alter_column(cur: _Cursor, table: Name, path: tuple[str, ...]) -> Statement:
+    if cur.accept("SET", "DATA", "TYPE") or cur.accept("TYPE"):
+        return AlterColumnType(table, path, parse_type(cur.rest()))
+    if cur.accept("SET", "NOT", "NULL"):
+        return SetNotNull(table, path, True)
+    if cur.accept("DROP", "NOT", "NULL"):
+        return SetNotNull(table, path, False)
+    if cur.accept("DROP", "DEFAULT"):
+        return SetDefault(table, path, None)
+    if cur.accept("SET", "DEFAULT"):
+        return SetDefault(table, path, _default_for_alter(cur.rest()))
+    if cur.accept("COMMENT"):
+        return Comment("column", table, path, cur.string_or_null())
+    raise QueryError(f"ALTER COLUMN {'.'.join(path)}: unsupported change {cur.peek() or 'nothing'}")
+
+
+def _default_for_alter(text: str) -> DefaultSpec:
+    """SET DEFAULT before the column's type is known: resolved against it by the op (`typed_default`)."""
+    return DefaultSpec(text, None, "pending")
+
+
+def typed_default(spec: DefaultSpec, column_type: TypeSpec) -> DefaultSpec:
+    """A SET DEFAULT's text rendered for the column's type."""
+    return default_spec(spec.value, column_type) if spec.kind == "pending" else spec
+
+
+def _sort_item(item: str) -> SortSpec:
+    cur = _Cursor(item)
+    body = cur.until(lambda c: c.peek() in ("ASC", "DESC", "NULLS"))
+    direction = "DESC" if cur.accept("DESC") else "ASC"
+    cur.accept("ASC")
+    nulls = None
+    if cur.accept("NULLS", "FIRST"):
+        nulls = "NULLS_FIRST"
+    elif cur.accept("NULLS", "LAST"):
+        nulls = "NULLS_LAST"
+    cur.done()
+    return _sort_spec(body, direction, nulls)
+
+
+def _comment(cur: _Cursor) -> Statement:
+    if cur.accept("TABLE") or cur.accept("VIEW"):
+        kind = cur.toks[cur.i - 1].text.lower()
+        target = cur.name()
+        cur.expect("IS")
+        return Comment(kind, target, (), cur.string_or_null())
+    if cur.accept("COLUMN"):
+        parts = cur.path()
+        if len(parts) < 2:
+            raise QueryError("COMMENT ON COLUMN needs table.column")
+        # `t.c`, `s.t.c`, `catalog.s.t.c` (DuckDB's reading; nested fields cannot be named here)
+        table = Name(parts[-3] if len(parts) > 2 else None, parts[-2])
+        cur.expect("IS")
+        return Comment("column", table, (parts[-1],), cur.string_or_null())
+    raise QueryError("COMMENT ON supports TABLE, VIEW and COLUMN")
+
+
+def split_ddl_script(text: str) -> list[str]:
+    """A script's statements as written (split on top-level semicolons; empty ones dropped)."""
+    from sqlglot.dialects.spark import Spark
+
+    try:
+        with quiet_sqlglot():
+            toks = Spark().tokenize(text)
+    except SqlglotError as exc:
+        raise QueryError(syntax_message(exc)) from None
+    out: list[str] = []
+    first: Token | None = None
+    last: Token | None = None
+    for tok in [*toks, None]:
+        if tok is None or tok.token_type is TokenType.SEMICOLON:
+            if first is not None and last is not None:  # from the first token: leading comments dropped
+                out.append(text[first.start:last.end + 1])
+            first = last = None
+            continue
+        first = first or tok
+        last = tok
+    return out

@@ -1,0 +1,431 @@
+"""DDL through `query`: each statement resolved against the latest snapshot inside its own commit and written as
+one snapshot, as DuckDB writes the same statement. Metadata only: Spark never starts."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from ducklake_cli.catalog.models import ColumnInfo, SchemaInfo, SortKey, TableInfo, ViewInfo
+from ducklake_cli.engine.planning import ddl_plan as p
+from ducklake_cli.errors import NotFoundError, QueryError, UsageError
+from ducklake_cli.ops.results import Section
+
+if TYPE_CHECKING:
+    from ducklake_cli.catalog.transaction import Transaction
+    from ducklake_cli.lake import Lake
+
+
+@dataclass(frozen=True)
+class DdlResult:
+    """What a DDL statement (or script of them) did: one snapshot per statement, None where nothing changed."""
+
+    statements: tuple[str, ...]
+    snapshots: tuple[int | None, ...]
+
+    def sections(self) -> list[Section]:
+        """One row per statement for the table renderer."""
+        rows = tuple((st, "nothing to do" if sid is None else sid)
+                     for st, sid in zip(self.statements, self.snapshots, strict=True))
+        return [Section("ddl", ("statement", "snapshot"), rows)]
+
+    def to_json(self) -> dict[str, Any]:
+        """Stable JSON (`query --format json` of DDL)."""
+        return {"statements": [{"statement": st, "snapshot_id": sid}
+                               for st, sid in zip(self.statements, self.snapshots, strict=True)]}
+
+
+def run_ddl(lake: Lake, statements: Sequence[str], *, message: str | None = None,
+            author: str | None = None) -> DdlResult:
+    """Parse every statement first (a bad one changes nothing), then commit each as its own snapshot."""
+    parsed = [p.parse_ddl(sql) for sql in statements]
+    with lake.reader() as r:
+        meta = r.metadata()
+    if (meta.option("require_commit_message") or "false").lower() == "true" and not message:
+        raise UsageError("this lake requires a commit message", hint="pass --message")
+    done: list[int | None] = []
+    for st in parsed:
+        done.append(lake.commit(functools.partial(_apply, lake, st), author=author, message=message))
+    return DdlResult(tuple(_summary(st) for st in parsed), tuple(done))
+
+
+def _summary(st: p.Statement) -> str:
+    words = {p.CreateSchema: "create schema", p.DropSchema: "drop schema", p.CreateTable: "create table",
+             p.DropTable: "drop table", p.RenameTable: "rename table", p.AddColumn: "add column",
+             p.DropColumn: "drop column", p.RenameColumn: "rename column", p.AlterColumnType: "alter column type",
+             p.SetNotNull: "alter column nullability", p.SetDefault: "alter column default",
+             p.SetPartition: "set partitioning", p.SetSort: "set sort order", p.Comment: "comment",
+             p.CreateView: "create view", p.DropView: "drop view", p.RenameView: "rename view"}
+    target = getattr(st, "table", None) or getattr(st, "view", None) or getattr(st, "target", None)
+    return f"{words[type(st)]} {target if target is not None else getattr(st, 'name', '')}"
+
+
+# ----- resolving names at the commit's snapshot ------------------------------------------------------------------
+
+def _pick(items: Sequence[Any], name: str, attr: str = "name") -> Any:
+    """Exact name, else the one case-insensitive match (identifiers are case-insensitive in DuckDB and Spark)."""
+    for it in items:
+        if getattr(it, attr) == name:
+            return it
+    folded = [it for it in items if getattr(it, attr).lower() == name.lower()]
+    return folded[0] if len(folded) == 1 else None
+
+
+class _State:
+    """The catalog at the latest snapshot, as seen inside the commit."""
+
+    def __init__(self, tx: Transaction) -> None:
+        self.tx = tx
+        self.sid = tx.latest.snapshot_id
+        self.schemas = tx.reader.schemas(self.sid)
+        self._tables: list[TableInfo] | None = None
+        self._views: list[ViewInfo] | None = None
+
+    @property
+    def tables(self) -> list[TableInfo]:
+        if self._tables is None:
+            self._tables = self.tx.reader.tables(self.sid)
+        return self._tables
+
+    @property
+    def views(self) -> list[ViewInfo]:
+        if self._views is None:
+            self._views = self.tx.reader.views(self.sid)
+        return self._views
+
+    def schema(self, name: str, *, missing_ok: bool = False) -> SchemaInfo | None:
+        found = _pick(self.schemas, name)
+        if found is None and not missing_ok:
+            raise NotFoundError(f"schema {name} does not exist")
+        return found
+
+    def table(self, name: p.Name, *, missing_ok: bool = False) -> TableInfo | None:
+        sch = self.schema(name.schema_name, missing_ok=missing_ok)
+        found = None if sch is None else _pick([t for t in self.tables if t.schema_id == sch.schema_id], name.name)
+        if found is None and not missing_ok:
+            raise NotFoundError(f"table {name} does not exist")
+        return found
+
+    def view(self, name: p.Name, *, missing_ok: bool = False) -> ViewInfo | None:
+        sch = self.schema(name.schema_name, missing_ok=missing_ok)
+        found = None if sch is None else _pick([v for v in self.views if v.schema_id == sch.schema_id], name.name)
+        if found is None and not missing_ok:
+            raise NotFoundError(f"view {name} does not exist")
+        return found
+
+    def taken(self, schema: SchemaInfo, name: str, *, but: int | None = None) -> str | None:
+        """`table`/`view` when an entry of that name exists in the schema (other than id `but`)."""
+        for t in self.tables:
+            if t.schema_id == schema.schema_id and t.name.lower() == name.lower() and t.table_id != but:
+                return "table"
+        for v in self.views:
+            if v.schema_id == schema.schema_id and v.name.lower() == name.lower() and v.view_id != but:
+                return "view"
+        return None
+
+
+def _column(table: TableInfo, path: Sequence[str], *, missing_ok: bool = False) -> ColumnInfo | None:
+    cols: Sequence[ColumnInfo] = table.columns
+    found: ColumnInfo | None = None
+    for part in path:
+        found = _pick(cols, part)
+        if found is None:
+            if missing_ok:
+                return None
+            raise QueryError(f"table {table.qualified_name} has no column {'.'.join(path)}")
+        cols = found.children
+    return found
+
+
+def _inlines(lake: Lake, table: TableInfo) -> bool:
+    """Whether a new definition of the table gets an inlined-data table (DuckDB makes one when it inlines)."""
+    return bool(table.inlined_tables) and lake.backend.transactional_ddl
+
+
+def _columns(specs: Sequence[tuple[str, p.TypeSpec]], first: int, parent: int | None) -> tuple[list[ColumnInfo], int]:
+    """Column trees with ids in pre-order from `first`, as DuckDB numbers a new table's columns."""
+    out, nxt = [], first
+    for name, typ in specs:
+        cid = nxt
+        kids, nxt = _columns(typ.fields, cid + 1, cid)
+        out.append(ColumnInfo(column_id=cid, name=name, type=typ.name, nulls_allowed=True, initial_default=None,
+                              default_value="NULL", default_value_type="" if kids else "literal",
+                              parent_column=parent, column_order=cid, begin_snapshot=0, children=tuple(kids)))
+    return out, nxt
+
+
+def _type_spec(col: ColumnInfo) -> p.TypeSpec:
+    return p.TypeSpec(col.type, tuple((c.name, _type_spec(c)) for c in col.children))
+
+
+def _default(spec: p.DefaultSpec | None) -> Any:
+    from ducklake_cli.catalog.columns import NO_DEFAULT, Default
+
+    return NO_DEFAULT if spec is None else Default(spec.initial, spec.value, spec.kind)
+
+
+# ----- statements ------------------------------------------------------------------------------------------------
+
+def _apply(lake: Lake, st: p.Statement, tx: Transaction) -> None:
+    state = _State(tx)
+    handler = _HANDLERS[type(st)]
+    handler(lake, state, st)
+
+
+def _create_schema(lake: Lake, state: _State, st: p.CreateSchema) -> None:
+    from ducklake_cli.catalog.writes import ensure_schema
+
+    if state.schema(st.name, missing_ok=True) is not None:
+        if st.if_not_exists:
+            return
+        raise QueryError(f"schema {st.name} already exists")
+    ensure_schema(state.tx, st.name)
+
+
+def _drop_schema(lake: Lake, state: _State, st: p.DropSchema) -> None:
+    from ducklake_cli.catalog import ddl
+
+    sch = state.schema(st.name, missing_ok=st.if_exists)
+    if sch is None:
+        return
+    if sch.name == "main":
+        raise QueryError("schema main cannot be dropped")
+    tables = [t for t in state.tables if t.schema_id == sch.schema_id]
+    views = [v for v in state.views if v.schema_id == sch.schema_id]
+    if (tables or views) and not st.cascade:
+        raise QueryError(f"schema {sch.name} still holds {len(tables)} table(s) and {len(views)} view(s)",
+                         hint="DROP SCHEMA … CASCADE drops them too")
+    for t in tables:
+        ddl.drop_table(state.tx, t)
+    for v in views:
+        ddl.drop_view(state.tx, v)
+    ddl.drop_schema(state.tx, sch)
+
+
+def _create_table(lake: Lake, state: _State, st: p.CreateTable) -> None:
+    from ducklake_cli.catalog import ddl
+    from ducklake_cli.catalog.partitions import resolve_partition
+    from ducklake_cli.catalog.writes import create_table
+    from ducklake_cli.ops.write import inline_limit
+
+    sch = state.schema(st.table.schema_name)
+    assert sch is not None
+    kind = state.taken(sch, st.table.name)
+    if kind is not None:
+        if st.if_not_exists and kind == "table":
+            return
+        raise QueryError(f"a {kind} named {st.table} already exists")
+    cols, _ = _columns([(c.name, c.type) for c in st.columns], 1, None)
+    cols = [replace(c, nulls_allowed=not spec.not_null, initial_default=d.initial, default_value=d.value,
+                    default_value_type=c.default_value_type if c.children else d.kind)
+            for c, spec in zip(cols, st.columns, strict=True) for d in (_default(spec.default),)]
+    try:
+        partition = resolve_partition(cols, st.partition)
+    except UsageError as exc:
+        raise QueryError(exc.message.replace("--partition-by", "PARTITIONED BY")) from None
+    limit = inline_limit(lake, lake_meta(state), cols, table_id=None, schema_id=sch.schema_id)
+    table = create_table(state.tx, sch, st.table.name, cols, partition, inline=limit > 0)
+    done = getattr(state.tx, "versioned_tables", None)
+    if done is not None:
+        done.add(table.table_id)
+    if partition or st.comment is not None or any(c.comment is not None for c in st.columns):
+        state.tx.change("altered_table", table.table_id)  # DuckDB: CREATE, then ALTER/COMMENT, one transaction
+    if st.comment is not None:
+        ddl.comment_table(state.tx, table, st.comment)
+    for c, spec in zip(cols, st.columns, strict=True):
+        if spec.comment is not None:
+            ddl.comment_column(state.tx, table, c.column_id, spec.comment)
+
+
+def lake_meta(state: _State) -> Any:
+    """The lake's metadata (options), read in the commit."""
+    return state.tx.reader.metadata()
+
+
+def _drop_table(lake: Lake, state: _State, st: p.DropTable) -> None:
+    from ducklake_cli.catalog import ddl
+
+    table = state.table(st.table, missing_ok=st.if_exists)
+    if table is not None:
+        ddl.drop_table(state.tx, table)
+
+
+def _rename_table(lake: Lake, state: _State, st: p.RenameTable) -> None:
+    from ducklake_cli.catalog import ddl
+
+    table = state.table(st.table)
+    assert table is not None
+    sch = state.schema(table.schema_name)
+    assert sch is not None
+    kind = state.taken(sch, st.new_name, but=table.table_id)
+    if kind is not None:
+        raise QueryError(f"cannot rename table {table.qualified_name} to {st.new_name}: a {kind} of that name "
+                         "exists")
+    ddl.rename_table(state.tx, table, st.new_name, inline=_inlines(lake, table))
+
+
+def _add_column(lake: Lake, state: _State, st: p.AddColumn) -> None:
+    from ducklake_cli.catalog import columns
+
+    table = state.table(st.table)
+    assert table is not None
+    parent = _column(table, st.parent) if st.parent else None
+    siblings = parent.children if parent is not None else table.columns
+    if _pick(siblings, st.column.name) is not None and st.if_not_exists:
+        return
+    if st.column.not_null:
+        raise QueryError("ADD COLUMN … NOT NULL is not supported (DuckDB's rule); add it, then SET NOT NULL")
+    (col,), _ = _columns([(st.column.name, st.column.type)], 0, None)
+    columns.add_column(state.tx, table, col, parent_id=parent.column_id if parent else None,
+                       default=_default(st.column.default), inline=_inlines(lake, table))
+
+
+def _drop_column(lake: Lake, state: _State, st: p.DropColumn) -> None:
+    from ducklake_cli.catalog import columns
+
+    table = state.table(st.table)
+    assert table is not None
+    col = _column(table, st.path, missing_ok=st.if_exists)
+    if col is None:
+        return
+    if table.partition and any(f.column_id == col.column_id for f in table.partition.fields):
+        raise QueryError(f"cannot drop {'.'.join(st.path)}: it is a partition key of {table.qualified_name}",
+                         hint="change the partitioning first (SET/RESET PARTITIONED BY)")
+    columns.drop_column(state.tx, table, col.column_id, inline=_inlines(lake, table))
+
+
+def _rename_column(lake: Lake, state: _State, st: p.RenameColumn) -> None:
+    from ducklake_cli.catalog import columns
+
+    table = state.table(st.table)
+    assert table is not None
+    col = _column(table, st.path)
+    assert col is not None
+    columns.rename_column(state.tx, table, col.column_id, st.new_name, inline=_inlines(lake, table))
+
+
+def _alter_type(lake: Lake, state: _State, st: p.AlterColumnType) -> None:
+    from ducklake_cli.catalog import columns
+
+    table = state.table(st.table)
+    assert table is not None
+    col = _column(table, st.path)
+    assert col is not None
+    (new,), _ = _columns([(col.name, st.type)], 0, col.parent_column)
+    columns.set_column_type(state.tx, table, col.column_id, new, inline=_inlines(lake, table))
+
+
+def _set_not_null(lake: Lake, state: _State, st: p.SetNotNull) -> None:
+    from ducklake_cli.catalog import columns
+
+    table = state.table(st.table)
+    assert table is not None
+    col = _column(table, st.path)
+    assert col is not None
+    columns.set_nulls_allowed(state.tx, table, col.column_id, not st.not_null)
+
+
+def _set_default(lake: Lake, state: _State, st: p.SetDefault) -> None:
+    from ducklake_cli.catalog import columns
+
+    table = state.table(st.table)
+    assert table is not None
+    col = _column(table, st.path)
+    assert col is not None
+    spec = None if st.default is None else p.typed_default(st.default, _type_spec(col))
+    columns.set_default(state.tx, table, col.column_id, _default(spec))
+
+
+def _set_partition(lake: Lake, state: _State, st: p.SetPartition) -> None:
+    from ducklake_cli.catalog import ddl
+    from ducklake_cli.catalog.partitions import resolve_partition
+
+    table = state.table(st.table)
+    assert table is not None
+    try:
+        fields = resolve_partition(table.columns, st.keys)
+    except UsageError as exc:
+        raise QueryError(exc.message.replace("--partition-by", "SET PARTITIONED BY")) from None
+    ddl.set_partition(state.tx, table, fields, inline=_inlines(lake, table))
+
+
+def _set_sort(lake: Lake, state: _State, st: p.SetSort) -> None:
+    from ducklake_cli.catalog import ddl
+
+    table = state.table(st.table)
+    assert table is not None
+    missing = sorted({c for k in st.keys for c in k.columns if _pick(table.columns, c) is None})
+    if missing:
+        raise QueryError(f"SET SORTED BY: table {table.qualified_name} has no column {', '.join(missing)}")
+    keys = [SortKey(i, k.expression, k.direction, k.null_order) for i, k in enumerate(st.keys)]
+    ddl.set_sort(state.tx, table, keys)
+
+
+def _comment(lake: Lake, state: _State, st: p.Comment) -> None:
+    from ducklake_cli.catalog import ddl
+
+    if st.kind == "view":
+        view = state.view(st.target)
+        assert view is not None
+        ddl.comment_view(state.tx, view, st.text)
+        return
+    table = state.table(st.target)
+    assert table is not None
+    if st.kind == "table":
+        ddl.comment_table(state.tx, table, st.text)
+        return
+    col = _column(table, st.path)
+    assert col is not None
+    ddl.comment_column(state.tx, table, col.column_id, st.text)
+
+
+def _create_view(lake: Lake, state: _State, st: p.CreateView) -> None:
+    from ducklake_cli.catalog import ddl
+
+    sch = state.schema(st.view.schema_name)
+    assert sch is not None
+    kind = state.taken(sch, st.view.name)
+    if kind == "table":
+        raise QueryError(f"a table named {st.view} already exists")
+    if kind == "view":
+        if st.if_not_exists:
+            return
+        if not st.or_replace:
+            raise QueryError(f"view {st.view} already exists", hint="CREATE OR REPLACE VIEW replaces it")
+        old = state.view(st.view)
+        assert old is not None
+        ddl.drop_view(state.tx, old)
+    ddl.create_view(state.tx, sch, st.view.name, st.sql, st.aliases)
+
+
+def _drop_view(lake: Lake, state: _State, st: p.DropView) -> None:
+    from ducklake_cli.catalog import ddl
+
+    view = state.view(st.view, missing_ok=st.if_exists)
+    if view is not None:
+        ddl.drop_view(state.tx, view)
+
+
+def _rename_view(lake: Lake, state: _State, st: p.RenameView) -> None:
+    from ducklake_cli.catalog import ddl
+
+    view = state.view(st.view)
+    assert view is not None
+    sch = state.schema(view.schema_name)
+    assert sch is not None
+    kind = state.taken(sch, st.new_name, but=view.view_id)
+    if kind is not None:
+        raise QueryError(f"cannot rename view {view.schema_name}.{view.name} to {st.new_name}: a {kind} of that "
+                         "name exists")
+    ddl.rename_view(state.tx, view, st.new_name)
+
+
+_HANDLERS: dict[type, Any] = {
+    p.CreateSchema: _create_schema, p.DropSchema: _drop_schema, p.CreateTable: _create_table,
+    p.DropTable: _drop_table, p.RenameTable: _rename_table, p.AddColumn: _add_column, p.DropColumn: _drop_column,
+    p.RenameColumn: _rename_column, p.AlterColumnType: _alter_type, p.SetNotNull: _set_not_null,
+    p.SetDefault: _set_default, p.SetPartition: _set_partition, p.SetSort: _set_sort, p.Comment: _comment,
+    p.CreateView: _create_view, p.DropView: _drop_view, p.RenameView: _rename_view,
+}
