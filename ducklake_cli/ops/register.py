@@ -315,7 +315,10 @@ def register(lake: Lake, table: str, pattern: str, *, hive_partitioning: bool = 
     paths = glob_files(pattern, lake.storage_options)
     if not paths:
         raise NotFoundError(f"no files match {pattern}")
-    footers = [read_footer(p, lake.storage_options) for p in paths]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(16, len(paths))) as pool:  # object stores answer slowly, in parallel
+        footers = list(pool.map(lambda p: read_footer(p, lake.storage_options), paths))
     described = [describe_file(f, target, hive=hive_partitioning, allow_missing=allow_missing,
                                ignore_extra=ignore_extra_columns) for f in footers]
     added: list[tuple[int, int]] = []
@@ -323,9 +326,11 @@ def register(lake: Lake, table: str, pattern: str, *, hive_partitioning: bool = 
     def build(tx: Any) -> None:
         from ducklake_cli.catalog.register import register_files
 
-        now = tx.reader.find_table(tx.latest.snapshot_id, f'"{target.schema_name}"."{target.name}"')
-        if now.table_id != target.table_id or [c.column_id for c in _flat(now.columns)] != [
-                c.column_id for c in _flat(target.columns)]:
+        def quoted(name: str) -> str:
+            return '"' + name.replace('"', '""') + '"'
+
+        now = tx.reader.find_table(tx.latest.snapshot_id, f"{quoted(target.schema_name)}.{quoted(target.name)}")
+        if _shape(now) != _shape(target):  # columns or partitioning changed since the footers were matched
             raise InputError(f"table {target.qualified_name} changed while the files were read; run again")
         added[:] = register_files(tx, now, described)
 
@@ -337,3 +342,7 @@ def register(lake: Lake, table: str, pattern: str, *, hive_partitioning: bool = 
 
 def _flat(cols: Sequence[ColumnInfo]) -> list[ColumnInfo]:
     return [x for c in cols for x in (c, *_flat(c.children))]
+
+
+def _shape(t: TableInfo) -> tuple[Any, ...]:
+    return (t.table_id, [(c.column_id, c.name, c.type) for c in _flat(t.columns)], t.partition)

@@ -148,6 +148,8 @@ def comparable(value: Any) -> Any:
 
     if isinstance(value, dt.datetime) and value.tzinfo is not None:
         value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    if isinstance(value, float) and value != value:
+        return "NaN"  # equal to itself
     return normal(value)
 
 
