@@ -54,6 +54,7 @@ def run_ddl(lake: Lake, statements: Sequence[str], *, message: str | None = None
 def _summary(st: p.Statement) -> str:
     words = {p.CreateSchema: "create schema", p.DropSchema: "drop schema", p.CreateTable: "create table",
              p.DropTable: "drop table", p.RenameTable: "rename table", p.AddColumn: "add column",
+             p.AddColumns: "add columns",
              p.DropColumn: "drop column", p.RenameColumn: "rename column", p.AlterColumnType: "alter column type",
              p.SetNotNull: "alter column nullability", p.SetDefault: "alter column default",
              p.SetPartition: "set partitioning", p.SetSort: "set sort order", p.Comment: "comment",
@@ -267,19 +268,38 @@ def _rename_table(lake: Lake, state: _State, st: p.RenameTable) -> None:
 
 
 def _add_column(lake: Lake, state: _State, st: p.AddColumn) -> None:
-    from ducklake_cli.catalog import columns
-
     table = state.table(st.table)
     assert table is not None
+    _add_one(lake, state, table, st)
+
+
+def _add_columns(lake: Lake, state: _State, st: p.AddColumns) -> None:
+    """Several columns in one snapshot (DuckDB: the ADDs in one transaction)."""
+    table = state.table(st.table)
+    assert table is not None
+    for one in st.columns:
+        table = _add_one(lake, state, table, one)
+
+
+def _add_one(lake: Lake, state: _State, table: TableInfo, st: p.AddColumn) -> TableInfo:
+    from ducklake_cli.catalog import columns
+
     parent = _column(table, st.parent) if st.parent else None
     siblings = parent.children if parent is not None else table.columns
     if _pick(siblings, st.column.name) is not None and st.if_not_exists:
-        return
+        return table
     if st.column.not_null:
         raise QueryError("ADD COLUMN … NOT NULL is not supported (DuckDB's rule); add it, then SET NOT NULL")
     (col,), _ = _columns([(st.column.name, st.column.type)], 0, None)
-    columns.add_column(state.tx, table, col, parent_id=parent.column_id if parent else None,
-                       default=_default(st.column.default), inline=_inlines(lake, table))
+    table = columns.add_column(state.tx, table, col, parent_id=parent.column_id if parent else None,
+                               default=_default(st.column.default), inline=_inlines(lake, table))
+    if st.column.comment is not None:
+        from ducklake_cli.catalog import ddl
+
+        added = _column(table, (*st.parent, st.column.name))
+        assert added is not None
+        ddl.comment_column(state.tx, table, added.column_id, st.column.comment)
+    return table
 
 
 def _drop_column(lake: Lake, state: _State, st: p.DropColumn) -> None:
@@ -424,7 +444,8 @@ def _rename_view(lake: Lake, state: _State, st: p.RenameView) -> None:
 
 _HANDLERS: dict[type, Any] = {
     p.CreateSchema: _create_schema, p.DropSchema: _drop_schema, p.CreateTable: _create_table,
-    p.DropTable: _drop_table, p.RenameTable: _rename_table, p.AddColumn: _add_column, p.DropColumn: _drop_column,
+    p.DropTable: _drop_table, p.RenameTable: _rename_table, p.AddColumn: _add_column, p.AddColumns: _add_columns,
+    p.DropColumn: _drop_column,
     p.RenameColumn: _rename_column, p.AlterColumnType: _alter_type, p.SetNotNull: _set_not_null,
     p.SetDefault: _set_default, p.SetPartition: _set_partition, p.SetSort: _set_sort, p.Comment: _comment,
     p.CreateView: _create_view, p.DropView: _drop_view, p.RenameView: _rename_view,

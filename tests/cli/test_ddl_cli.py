@@ -197,3 +197,16 @@ def test_ddl_does_not_start_spark(lake: tuple[Path, Path]) -> None:
             "assert 'pyspark' not in sys.modules, 'pyspark imported'\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.spark
+def test_view_reads_back_through_spark(lake: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A view our DDL stored (DuckDB's text) reads back through our Spark `query`, aliases and all."""
+    catalog, _ = lake
+    code, _, err = _query(capsys, monkeypatch, catalog,
+                          "CREATE VIEW s.w (n, twice) AS SELECT a, a * 2 FROM s.t WHERE b IS NULL")
+    assert code == 0, err
+    code, out, err = _query(capsys, monkeypatch, catalog, "SELECT * FROM s.w", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out) == [{"n": 1, "twice": 2}]

@@ -139,6 +139,14 @@ class AddColumn:
 
 
 @dataclass(frozen=True)
+class AddColumns:
+    """Spark's ALTER TABLE … ADD COLUMNS (a type, b type …): the columns added in one snapshot."""
+
+    table: Name
+    columns: tuple[AddColumn, ...]
+
+
+@dataclass(frozen=True)
 class DropColumn:
     """ALTER TABLE … DROP COLUMN [IF EXISTS] a[.b]."""
 
@@ -236,7 +244,7 @@ class RenameView:
     new_name: str
 
 
-Statement = (CreateSchema | DropSchema | CreateTable | DropTable | RenameTable | AddColumn | DropColumn
+Statement = (CreateSchema | DropSchema | CreateTable | DropTable | RenameTable | AddColumn | AddColumns | DropColumn
              | RenameColumn | AlterColumnType | SetNotNull | SetDefault | SetPartition | SetSort | Comment
              | CreateView | DropView | RenameView)
 
@@ -683,7 +691,12 @@ def _alter_table(cur: _Cursor) -> Statement:
         cur.expect("TO")
         return RenameColumn(table, path, cur.ident())
     if cur.accept("ADD", "COLUMNS"):
-        raise QueryError("ADD COLUMNS (…) adds several columns; use one ADD COLUMN per statement")
+        added = []
+        for item in cur.items():
+            sub = _Cursor(item)
+            path = sub.path()
+            added.append(AddColumn(table, path[:-1], _column_spec(sub, name=path[-1])))
+        return AddColumns(table, tuple(added))
     if cur.accept("ADD"):
         cur.accept("COLUMN")
         exists = cur.accept("IF", "NOT", "EXISTS")
