@@ -1,8 +1,8 @@
 """Defaults and sort order on write (issue #14, item 5): an append lacking a column gets its DEFAULT as DuckDB's
-INSERT gives it, and a table with sort keys (set by DuckDB) gets sorted output from `write`, `maintain flush` and
-`maintain compact`, as DuckDB sorts: one order over all files of an insert (row ids follow it), within each file
-when partitioned, expressions allowed, inserts unsorted under `sort_on_insert=false` (flush and compaction still
-sort)."""
+INSERT gives it, and a table with sort keys (set by DuckDB) gets sorted output from `write`, `maintain flush`,
+`maintain compact` and `maintain rewrite`, as DuckDB sorts: one order over all files of an insert (row ids follow
+it), within each file when partitioned, expressions allowed, inserts unsorted under `sort_on_insert=false` (flush
+and compaction still sort)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 from ducklake_cli.api import Lake, connect
 from ducklake_cli.errors import InputError
 from ducklake_cli.ops.flush import plan_flush
-from ducklake_cli.ops.rewrite import plan_compact
+from ducklake_cli.ops.rewrite import plan_compact, plan_rewrite
 from ducklake_cli.ops.write import run_write
 from tests.support.oracle import oracle_connect
 
@@ -159,8 +159,12 @@ def test_write_sorts_by_the_sort_keys_over_all_files_and_within_partitions(twin:
     assert twin.sql("SELECT a FROM lake.i ORDER BY rowid") == [(9,), (5,), (2,)]
 
 
-def test_flush_and_compact_sort_by_the_current_sort_keys_and_keep_row_ids(twin: Twin) -> None:
-    twin.sql("CREATE TABLE lake.f (a INT, b VARCHAR)", "CREATE TABLE lake.c (a INT, b VARCHAR)")
+def test_flush_compact_and_rewrite_sort_by_the_current_sort_keys_and_keep_row_ids(twin: Twin) -> None:
+    twin.sql("CREATE TABLE lake.f (a INT, b VARCHAR)", "CREATE TABLE lake.c (a INT, b VARCHAR)",
+             "CREATE TABLE lake.r (a INT, b VARCHAR)", "CALL lake.set_option('data_inlining_row_limit', 0)",
+             "INSERT INTO lake.r SELECT (i * 7) % 20, 'r' || i FROM range(20) t(i)",
+             "DELETE FROM lake.r WHERE a < 5", "ALTER TABLE lake.r SET SORTED BY (a DESC)",
+             "CALL lake.set_option('data_inlining_row_limit', 10)")
     for i in range(3):
         twin.sql(f"INSERT INTO lake.f VALUES ({i * 5 % 3}, 'f{i}'), ({i + 10}, NULL)",
                  "DELETE FROM lake.f WHERE a = 11",
@@ -168,14 +172,17 @@ def test_flush_and_compact_sort_by_the_current_sort_keys_and_keep_row_ids(twin: 
                  f"INSERT INTO lake.c VALUES ({i * 5 % 3}, 'c{i}'), ({i + 10}, NULL)",
                  "CALL lake.set_option('data_inlining_row_limit', 10)")
     twin.sql("ALTER TABLE lake.f SET SORTED BY (a DESC)", "ALTER TABLE lake.c SET SORTED BY (b NULLS FIRST, a)")
-    by_rowid = {t: twin.sql(f"SELECT rowid, a, b FROM lake.{t} ORDER BY rowid") for t in ("f", "c")}
+    by_rowid = {t: twin.sql(f"SELECT rowid, a, b FROM lake.{t} ORDER BY rowid") for t in ("f", "c", "r")}
     twin.con.execute("DETACH DATABASE IF EXISTS lake")
     plan_flush(twin.lake, table="f").apply(twin.lake)
     plan_compact(twin.lake, table="c").apply(twin.lake)
+    plan_rewrite(twin.lake, table="r", threshold=0.1).apply(twin.lake)
     twin.lake.close()
     (flushed,) = twin.file_rows("f")  # deleted rows too (a partial delete file hides them), sorted
     assert [r[0] for r in flushed] == sorted((r[0] for r in flushed), reverse=True) and len(flushed) == 6
     (compacted,) = twin.file_rows("c")
     assert compacted == twin.sql("SELECT a, b FROM lake.c ORDER BY b NULLS FIRST, a")
+    (rewritten,) = twin.file_rows("r")  # the deleted rows are gone, the rest sorted
+    assert [r[0] for r in rewritten] == sorted((r[1] for r in by_rowid["r"]), reverse=True)
     for t, rows in by_rowid.items():  # unlike DuckDB's sorted compaction, row ids stay with their rows
         assert twin.sql(f"SELECT rowid, a, b FROM lake.{t} ORDER BY rowid") == rows

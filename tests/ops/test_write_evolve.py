@@ -166,10 +166,13 @@ def _evolve_both(duck: Side, ours: Side, lake: Lake, spark: SparkSession, catalo
     lake.close()
     assert ours.sql("SELECT count(*) FROM lake.snapshots()") == before
 
-    # Through the CLI: a missing column gets its DEFAULT (d = 5), others NULL; nothing to evolve is fine.
-    duck.sql("INSERT INTO lake.t (id, name) VALUES (4, 'cli')")
+    # Through the CLI, from CSV: a new column (sniffed type), a missing one gets its DEFAULT (d = 5), others NULL.
+    duck.sql("BEGIN", "ALTER TABLE lake.t ADD COLUMN note VARCHAR",
+             "INSERT INTO lake.t (id, name, note) VALUES (4, 'cli', 'x y')", "COMMIT")
     ours.con.execute("DETACH DATABASE IF EXISTS lake")
     src = Path(os.fspath(ours.data)).parent / "cli.csv"
-    src.write_text("id,name\n4,cli\n")
+    src.write_text("id,name,note\n4,cli,x y\n")
+    code, _, err = run_main(capsys, "write", catalog, "t", "--from", str(src))
+    assert code == 1 and "the input has columns the table does not: note" in err and err.count("\n") == 1, err
     code, _, err = run_main(capsys, "write", catalog, "t", "--from", str(src), "--evolve")
     assert code == 0, err
