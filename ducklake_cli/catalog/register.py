@@ -126,9 +126,9 @@ def register_files(tx: Transaction, table: TableInfo, files: Sequence[Registered
 
 def _table_stats(tx: Transaction, table: TableInfo, old: object, files: Sequence[RegisteredFile],
                  next_row: int) -> None:
-    """`ducklake_table_stats` grown and `ducklake_table_column_stats` merged from the footer stats (unknown null
-    counts make contains_null unknown for good and the bounds unknown until a file with bounds comes, as DuckDB
-    does)."""
+    """`ducklake_table_stats` grown and `ducklake_table_column_stats` merged from the footer stats as DuckDB merges
+    them: an unknown null count makes contains_null unknown for good; a file with values but no bounds makes the
+    bounds unknown until a later file brings some, which then become the bounds."""
     ts = s.table_stats_t
     records = sum(f.record_count for f in files)
     size = sum(f.file_size_bytes for f in files)
@@ -160,14 +160,14 @@ def _table_stats(tx: Transaction, table: TableInfo, old: object, files: Sequence
             old_null = row["contains_null"]
             row["contains_null"] = None if old_null is None or has_null is None else bool(old_null) or has_null
             row["contains_nan"] = None if typ in FLOAT_TYPES else row["contains_nan"]
-            if has_null is None:  # a file without footer stats makes the bounds unknown until the next one
-                row["min_value"] = row["max_value"] = None
+            if st.value_count == 0:  # only NULLs: nothing to widen the bounds with
                 continue
             for key, upper in (("min_value", False), ("max_value", True)):
                 new = st.min_value if not upper else st.max_value
                 mine = row[key]
-                if new is not None:
-                    row[key] = new if mine is None else merge_bound(str(mine), new, typ, upper=upper)
+                # A file with values but no bound makes the bound unknown until a later file brings one.
+                row[key] = None if new is None else new if mine is None else merge_bound(str(mine), new, typ,
+                                                                                         upper=upper)
     for cid, existed in touched.items():
         values = current[cid]
         if existed:

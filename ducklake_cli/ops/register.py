@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, TableInfo
@@ -48,6 +48,7 @@ class RegisterResult:
     table: str
     snapshot_id: int | None
     files: tuple[RegisteredRow, ...]
+    skipped: tuple[str, ...] = ()  # files without rows: DuckDB registers none of them either
 
     @property
     def rows(self) -> int:
@@ -56,9 +57,9 @@ class RegisterResult:
 
     def to_json(self) -> Any:
         """`{"table", "snapshot_id", "rows", "files": [{path, data_file_id, record_count, file_size_bytes,
-        mapping_id}]}`."""
+        mapping_id}], "skipped": [path of each empty file]}`."""
         return {"table": self.table, "snapshot_id": self.snapshot_id, "rows": self.rows,
-                "files": jsonable(self.files)}
+                "files": jsonable(self.files), "skipped": list(self.skipped)}
 
     def sections(self) -> list[Section]:
         """One row per file."""
@@ -137,13 +138,15 @@ def _match(name: str, cols: Sequence[ColumnInfo]) -> ColumnInfo | None:
 @dataclass
 class _Walk:
     """One file matched against the table: mapping rows in file order, the Parquet leaf index of each mapped
-    table leaf, and its Arrow type."""
+    table leaf and its file type, and the table columns whose values come from hive directories."""
 
     path: str
     allow_missing: bool
     ignore_extra: bool
-    rows: list[MappingRow]
-    leaves: dict[int, tuple[int, str]]  # table leaf column id → (Parquet column index, file type)
+    hive: dict[str, str | None]  # key=value segments of the path (values URL-decoded, NULL for the default)
+    rows: list[MappingRow] = field(default_factory=list)
+    leaves: dict[int, tuple[int, str]] = field(default_factory=dict)  # table leaf id → (Parquet column, type)
+    hive_hits: dict[int, str | None] = field(default_factory=dict)  # table column id → value as DuckDB renders it
     leaf_index: int = 0
 
     def skip(self, t: pa.DataType) -> None:
@@ -152,6 +155,21 @@ class _Walk:
             self.leaf_index += 1
         for _, f in kids:
             self.skip(f.type)
+
+    def hive_row(self, col: ColumnInfo) -> None:
+        """A column whose value comes from the path (DuckDB names the row after the table's column)."""
+        value = self.hive[col.name]
+        self.hive_hits[col.column_id] = None if value is None else _hive_text(value, col, self.path)
+        self.rows.append(MappingRow(len(self.rows), col.name, col.column_id, None, True))
+
+    def top(self, fields: Sequence[tuple[str, pa.Field]], cols: Sequence[ColumnInfo]) -> None:
+        """The file's top-level columns, then the table's columns found only in the path, then what is missing."""
+        seen = self.fields(fields, cols, None, "", nested=False)
+        for col in cols:
+            if col.column_id not in seen and col.name in self.hive:
+                seen.add(col.column_id)
+                self.hive_row(col)
+        self.missing(cols, seen, "")
 
     def fields(self, fields: Sequence[tuple[str, pa.Field]], cols: Sequence[ColumnInfo], parent: int | None,
                prefix: str, nested: bool) -> set[int]:
@@ -167,12 +185,16 @@ class _Walk:
                 self.skip(f.type)
                 continue
             seen.add(col.column_id)
+            if parent is None and f.name in self.hive:  # the path's value wins over the file's column
+                self.skip(f.type)
+                self.hive_row(col)
+                continue
             local = len(self.rows)
             self.rows.append(MappingRow(local, name, col.column_id, parent))
-            self.field(f, col, local, prefix)
+            self.column(f, col, local, prefix)
         return seen
 
-    def field(self, f: pa.Field, col: ColumnInfo, local: int, prefix: str) -> None:
+    def column(self, f: pa.Field, col: ColumnInfo, local: int, prefix: str) -> None:
         kind = arrow_ducklake_type(f.type)
         kids = _children(f.type)
         if not kids:
@@ -234,8 +256,8 @@ def _stat_text(value: Any, file_type: str) -> str | None:
 
 
 def _leaf_stats(footer: Footer, index: int, file_type: str, column_id: int) -> FileStat:
-    """A leaf's stats over the row groups: sizes summed, counts known only when every row group has them, bounds
-    only when every row group with values has them."""
+    """A leaf's stats over the row groups: sizes summed, counts and bounds known only when every row group has
+    them."""
     meta = footer.metadata
     size, values, nulls, lo, hi = 0, 0, 0, None, None
     known = bounds = True
@@ -251,7 +273,7 @@ def _leaf_stats(footer: Footer, index: int, file_type: str, column_id: int) -> F
         if st.has_min_max:
             lo = st.min if lo is None or st.min < lo else lo
             hi = st.max if hi is None or st.max > hi else hi
-        elif st.null_count != chunk.num_values:
+        else:  # DuckDB: a row group without bounds (all NULL too) leaves the file without bounds
             bounds = False
     if not known:
         return FileStat(column_id, size, None, None, None, None)
@@ -262,37 +284,23 @@ def _leaf_stats(footer: Footer, index: int, file_type: str, column_id: int) -> F
 def describe_file(footer: Footer, table: TableInfo, *, hive: bool, allow_missing: bool,
                   ignore_extra: bool) -> RegisteredFile:
     """A file's mapping, stats and partition values, or an error naming what does not fit."""
-    walk = _Walk(footer.path, allow_missing, ignore_extra, [], {})
-    schema = footer.schema
-    seen = walk.fields([(f.name, f) for f in schema], table.columns, None, "", nested=False)
+    walk = _Walk(footer.path, allow_missing, ignore_extra, dict(hive_values(footer.path)) if hive else {})
+    walk.top([(f.name, f) for f in footer.schema], table.columns)
     records = int(footer.metadata.num_rows)
-    hive_cols: dict[int, str | None] = {}
-    extra_stats: list[FileStat] = []
-    for key, value in hive_values(footer.path) if hive else []:
-        col = _match(key, table.columns)
-        if col is None or col.column_id in seen:
-            if col is None and not ignore_extra:
-                raise InputError(f'hive column "{key}" of {footer.path} is not in the table',
-                                 hint="pass --ignore-extra-columns to register the file without it")
-            continue
-        text = None if value is None else _hive_text(value, col, footer.path)
-        seen.add(col.column_id)
-        hive_cols[col.column_id] = text
-        walk.rows.append(MappingRow(len(walk.rows), key, col.column_id, None, True))
-        extra_stats.append(FileStat(col.column_id, 0, records if text is not None else 0,
-                                    0 if text is not None else records, text, text))
-    walk.missing(table.columns, seen, "")
     stats = [_leaf_stats(footer, idx, kind, cid) for cid, (idx, kind) in walk.leaves.items()]
+    stats += [FileStat(cid, 0, records if text is not None else 0, 0 if text is not None else records, text, text)
+              for cid, text in walk.hive_hits.items()]
     partition: list[str | None] = []
     if table.partition:
-        for pf in table.partition.fields:
-            if pf.transform != "identity" or pf.column_id not in hive_cols:
-                raise InputError(f"{footer.path} has no hive value for the table's partition key "
-                                 f"#{pf.key_index}", hint="partitioned tables take files in key=value directories "
-                                                          "of the partition columns (--hive-partitioning)")
-            partition.append(hive_cols[pf.column_id])
+        fields = table.partition.fields
+        # DuckDB: the path's values must be exactly the (identity) partition columns
+        if any(f.transform != "identity" for f in fields) or set(walk.hive_hits) != {f.column_id for f in fields}:
+            raise InputError(f"{footer.path} has no hive values for exactly the table's partition columns",
+                             hint="partitioned tables take files in key=value directories of their partition "
+                                  "columns (--hive-partitioning)")
+        partition = [walk.hive_hits[f.column_id] for f in fields]
     return RegisteredFile(footer.path, records, footer.file_size, footer.footer_size, tuple(walk.rows),
-                          tuple(stats + extra_stats), tuple(partition))
+                          tuple(stats), tuple(partition))
 
 
 def register(lake: Lake, table: str, pattern: str, *, hive_partitioning: bool = False, allow_missing: bool = False,
@@ -321,6 +329,10 @@ def register(lake: Lake, table: str, pattern: str, *, hive_partitioning: bool = 
         footers = list(pool.map(lambda p: read_footer(p, lake.storage_options), paths))
     described = [describe_file(f, target, hive=hive_partitioning, allow_missing=allow_missing,
                                ignore_extra=ignore_extra_columns) for f in footers]
+    skipped = tuple(f.path for f in described if not f.record_count)
+    described = [f for f in described if f.record_count]
+    if not described:
+        return RegisterResult(target.qualified_name, None, (), skipped)
     added: list[tuple[int, int]] = []
 
     def build(tx: Any) -> None:
@@ -337,7 +349,7 @@ def register(lake: Lake, table: str, pattern: str, *, hive_partitioning: bool = 
     snapshot = lake.commit(build, author=author, message=message)
     return RegisterResult(target.qualified_name, snapshot, tuple(
         RegisteredRow(f.path, fid, f.record_count, f.file_size_bytes, mid)
-        for f, (fid, mid) in zip(described, added, strict=True)))
+        for f, (fid, mid) in zip(described, added, strict=True)), skipped)
 
 
 def _flat(cols: Sequence[ColumnInfo]) -> list[ColumnInfo]:

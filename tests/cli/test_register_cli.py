@@ -26,6 +26,8 @@ def _lake(tmp_path: Path) -> Path:
     finally:
         con.close()
     pq.write_table(pa.table({"name": ["a", "b"], "id": pa.array([1, 2], pa.int32())}), tmp_path / "f.parquet")
+    pq.write_table(pa.table({"id": pa.array([], pa.int32()), "name": pa.array([], pa.string())}),
+                   tmp_path / "g-empty.parquet")
     return cat
 
 
@@ -37,6 +39,7 @@ def test_register_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkey
     got = json.loads(out)
     assert (got["table"], got["rows"], got["snapshot_id"]) == ("main.t", 2, 2)
     assert got["files"][0]["path"] == str(tmp_path / "f.parquet") and got["files"][0]["mapping_id"] == 0
+    assert got["skipped"] == [str(tmp_path / "g-empty.parquet")]  # DuckDB registers no empty file either
     code, out, _ = run_main(capsys, "register", "--help")
     assert code == 0 and "ducklake_add_data_files" in out and "--hive-partitioning" in out and "Examples" in out
     code, _, err = run_main(capsys, "register", "t")

@@ -39,6 +39,7 @@ DDL = (
     "INSERT INTO types (id, f) VALUES (5, 2.5)",
     "CREATE TABLE inl (id INTEGER, name VARCHAR)",
     "INSERT INTO inl VALUES (100, 'z'), (101, NULL)",
+    "CREATE TABLE hx (id INTEGER, region VARCHAR)",
 )
 # (table, path under the files directory, flags): DuckDB's named arguments and our keyword arguments alike.
 CALLS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -54,12 +55,16 @@ CALLS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("inl", "nostats.parquet", ("allow_missing",)),
     ("inl", "rg.parquet", ()),
     ("mixed", "extra.parquet", ("ignore_extra_columns",)),
+    # x=1 is no column of the table (ignored); region=eu wins over the file's own region column.
+    ("hx", "x=1/region=eu/*.parquet", ("hive_partitioning",)),
+    ("inl", "rgnull.parquet", ("allow_missing",)),  # a row group of NULLs only: the file has no bounds
 )
 
 
 def write_files(d: Path) -> None:
     """The pyarrow-written files the twins register."""
-    for sub in ("hive/region=eu", "hive/region=us", "mixed", "hv/year=2024", "hv/year=__HIVE_DEFAULT_PARTITION__"):
+    for sub in ("hive/region=eu", "hive/region=us", "mixed", "hv/year=2024", "hv/year=__HIVE_DEFAULT_PARTITION__",
+                "x=1/region=eu"):
         (d / sub).mkdir(parents=True, exist_ok=True)
     struct = pa.struct([("b", pa.string()), ("a", pa.int32())])
     pq.write_table(pa.table({"name": ["x", "y", None], "id": pa.array([3, 1, 2], pa.int32()),
@@ -92,6 +97,10 @@ def write_files(d: Path) -> None:
     pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32())}), d / "nostats.parquet", write_statistics=False)
     pq.write_table(pa.table({"id": pa.array(range(10), pa.int32()), "name": [str(i) for i in range(10)]}),
                    d / "rg.parquet", row_group_size=3)
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32()), "region": ["zz", "zz"]}),
+                   d / "x=1/region=eu/f.parquet")
+    pq.write_table(pa.table({"id": pa.array([1, None, None, None], pa.int32())}), d / "rgnull.parquet",
+                   row_group_size=2)
 
 
 class Twins:
@@ -164,7 +173,7 @@ def test_register_twins_catalog_rows(tmp_path: Path, backend: str) -> None:
             register(lake, table, str(twins.files("ours") / path), hive_partitioning="hive_partitioning" in flags,
                      allow_missing="allow_missing" in flags, ignore_extra_columns="ignore_extra_columns" in flags)
     assert twins.catalog("ours") == twins.catalog("duck")
-    tables = ["t", "mixed", "h", "hp", "hv", "nested", "types", "inl"]
+    tables = ["t", "mixed", "h", "hp", "hv", "nested", "types", "inl", "hx"]
     assert twins.duck_rows("ours", tables) == twins.duck_rows("duck", tables)
 
 
@@ -189,9 +198,9 @@ def test_register_refusals_change_nothing(spot: Spot, tmp_path: Path, capsys: py
         (("t", str(d / "extra.parquet")), 'column "zz" of'),
         (("t", str(d / "nothing*.parquet")), "no files match"),
         (("t", str(d / "bad.parquet")), "is not a Parquet file"),
-        (("p", str(d / "flat.parquet")), "no hive value for the table's partition key"),
+        (("p", str(d / "flat.parquet")), "has no hive values for exactly the table's partition columns"),
         (("p", str(d / "region=eu" / "r.parquet")), 'column "region" of the table is not in'),  # no hive flag
-        (("p", str(d / "region=eu" / "r.parquet"), "--allow-missing"), "no hive value"),
+        (("p", str(d / "region=eu" / "r.parquet"), "--allow-missing"), "no hive values"),
         (("nope", str(d / "flat.parquet")), "table main.nope does not exist"),
     ]:
         code, out, err = run_main(capsys, "register", spot.catalog, *args)
