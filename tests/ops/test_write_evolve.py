@@ -100,8 +100,9 @@ def test_write_evolve_matches_duckdb_alter_and_insert_in_one_snapshot(backend: s
                                                                       spark: SparkSession,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     with _twins(backend, tmp_path) as (duck, ours, catalog):
-        start = ("CREATE TABLE lake.t (id INT, v FLOAT, s STRUCT(x INT), name VARCHAR, d INT DEFAULT 5)",
-                 "INSERT INTO lake.t VALUES (1, 1.5, {'x': 1}, 'a', 7)")
+        start = ("CREATE TABLE lake.t (id INT, v FLOAT, s STRUCT(x INT), name VARCHAR, d INT DEFAULT 5, gone INT)",
+                 "INSERT INTO lake.t VALUES (1, 1.5, {'x': 1}, 'a', 7, 0)",
+                 "ALTER TABLE lake.t DROP COLUMN gone")  # new columns get ids after the dropped one's
         duck.sql(*start)
         ours.sql(*start)
         ours.con.execute("DETACH DATABASE IF EXISTS lake")
