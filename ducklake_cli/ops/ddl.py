@@ -313,6 +313,10 @@ def _drop_column(lake: Lake, state: _State, st: p.DropColumn) -> None:
     if table.partition and any(f.column_id == col.column_id for f in table.partition.fields):
         raise QueryError(f"cannot drop {'.'.join(st.path)}: it is a partition key of {table.qualified_name}",
                          hint="change the partitioning first (SET/RESET PARTITIONED BY)")
+    if col.parent_column is None and any(col.name.lower() in p.expression_columns(k.expression)
+                                         for k in table.sort_keys):
+        raise QueryError(f"cannot drop {col.name}: {table.qualified_name} is sorted by it",
+                         hint="change the sort order first (SET/RESET SORTED BY)")
     columns.drop_column(state.tx, table, col.column_id, inline=_inlines(lake, table))
 
 

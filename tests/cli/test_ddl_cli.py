@@ -126,6 +126,20 @@ def test_last_column_cannot_go(lake: tuple[Path, Path], capsys: pytest.CaptureFi
     _attach_ok(catalog, data)
 
 
+def test_partition_and_sort_columns_cannot_go(lake: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in DuckDB: a partition key or sort key column is dropped only after the spec changes."""
+    catalog, _ = lake
+    for setup, drop, needle in (("ALTER TABLE s.t SET PARTITIONED BY (a)", "a", "partition key"),
+                                ("ALTER TABLE s.t SET SORTED BY (f + 1 DESC)", "f", "sorted by")):
+        code, _, err = _query(capsys, monkeypatch, catalog, setup)
+        assert code == 0, err
+        before = hashlib.sha256(catalog.read_bytes()).hexdigest()
+        code, _, err = _query(capsys, monkeypatch, catalog, f"ALTER TABLE s.t DROP COLUMN {drop}")
+        assert code == 1 and needle in err, err
+        assert hashlib.sha256(catalog.read_bytes()).hexdigest() == before
+
+
 def test_ddl_script_and_json(lake: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
                              monkeypatch: pytest.MonkeyPatch) -> None:
     """A --file script of DDL commits one snapshot per statement (no-ops commit none); JSON lists them."""

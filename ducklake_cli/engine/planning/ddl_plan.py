@@ -348,6 +348,16 @@ def _sort_spec(spark_sql: str, direction: str, nulls: str | None) -> SortSpec:
     return SortSpec(text.removeprefix("SELECT "), direction, null_order, tuple(cols))
 
 
+def expression_columns(duckdb_sql: str) -> set[str]:
+    """Lower-cased column names a stored (DuckDB) sort expression reads."""
+    try:
+        with quiet_sqlglot():
+            tree = sqlglot.parse_one(duckdb_sql, read="duckdb")
+    except SqlglotError:
+        return set()
+    return {c.name.lower() for c in tree.find_all(exp.Column)}
+
+
 # ----- types -----------------------------------------------------------------------------------------------------
 
 _T = exp.DataType.Type
