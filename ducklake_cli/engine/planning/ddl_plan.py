@@ -481,8 +481,8 @@ class _Cursor:
 
     def expect(self, *words: str) -> None:
         if not self.accept(*words):
-            got = self.toks[self.i].text if not self.at_end() else "the end of the statement"
-            raise QueryError(f"expected {' '.join(words)}, got {got!r}")
+            got = repr(self.toks[self.i].text) if not self.at_end() else "the end of the statement"
+            raise QueryError(f"expected {' '.join(repr(w) if w in ',()' else w for w in words)}, got {got}")
 
     def ident(self) -> str:
         if self.at_end():
@@ -548,6 +548,8 @@ class _Cursor:
             yield self.until(lambda c: c.peek() in (",", ")"))
             if self.accept(")"):
                 return
+            if self.at_end():
+                raise QueryError("missing ')'")
             self.expect(",")
 
 
@@ -605,6 +607,9 @@ def parse_ddl(sql: str) -> Statement:
 
 def _create(cur: _Cursor) -> Statement:
     or_replace = cur.accept("OR", "REPLACE")
+    if cur.peek() in ("TEMP", "TEMPORARY", "GLOBAL"):
+        raise QueryError("temporary views and tables live in one Spark session, not in the lake; use CREATE VIEW "
+                         "or CREATE TABLE")
     if cur.accept("SCHEMA") or cur.accept("DATABASE"):
         if or_replace:
             raise QueryError("CREATE OR REPLACE SCHEMA is not supported")
