@@ -98,6 +98,36 @@ def arrow_ducklake_type(t: pa.DataType) -> str:
     return str(t)
 
 
+_CONVERTED = {"INT_8": "int8", "INT_16": "int16", "INT_32": "int32", "INT_64": "int64", "UINT_8": "uint8",
+              "UINT_16": "uint16", "UINT_32": "uint32", "UINT_64": "uint64", "DATE": "date",
+              "TIMESTAMP_MICROS": "timestamp", "TIMESTAMP_MILLIS": "timestamp", "UTF8": "varchar", "ENUM": "varchar",
+              "TIME_MILLIS": "time", "TIME_MICROS": "time", "INTERVAL": "interval", "JSON": "json"}
+_PHYSICAL = {"BOOLEAN": "boolean", "INT32": "int32", "INT64": "int64", "INT96": "timestamp", "FLOAT": "float32",
+             "DOUBLE": "float64", "BYTE_ARRAY": "blob", "FIXED_LEN_BYTE_ARRAY": "blob"}
+_UNITS = {"milliseconds": "timestamp_ms", "microseconds": "timestamp", "nanoseconds": "timestamp_ns"}
+
+
+def parquet_leaf_type(column: Any) -> str:
+    """The DuckLake type DuckDB reads a Parquet leaf column as (its logical type first, then the converted type,
+    then the physical type), from a `pyarrow.parquet.ColumnSchema`."""
+    import json
+
+    logical = json.loads(column.logical_type.to_json())
+    kind = logical.get("Type")
+    if kind == "Timestamp":
+        return "timestamptz" if logical.get("isAdjustedToUTC") else _UNITS.get(logical.get("timeUnit"), "timestamp")
+    if kind == "Time" and not logical.get("isAdjustedToUTC") and logical.get("timeUnit") == "microseconds":
+        return "time"
+    if kind == "UUID":
+        return "uuid"
+    converted = column.converted_type
+    if converted == "DECIMAL":
+        return f"decimal({column.precision},{column.scale})"
+    if converted in _CONVERTED:
+        return _CONVERTED[converted]
+    return _PHYSICAL.get(column.physical_type, str(column.physical_type).lower())
+
+
 def fits(file_type: str, table_type: str) -> bool:
     """Whether a table column of `table_type` reads file values of `file_type` (DuckDB 1.5.5's rule, found by
     experiment: the same type or a lossless widening)."""
@@ -144,6 +174,7 @@ class _Walk:
     allow_missing: bool
     ignore_extra: bool
     hive: dict[str, str | None]  # key=value segments of the path (values URL-decoded, NULL for the default)
+    leaf_schema: Any  # the Parquet leaf columns (`pyarrow.parquet.ParquetSchema`), in the Arrow leaves' order
     rows: list[MappingRow] = field(default_factory=list)
     leaves: dict[int, tuple[int, str]] = field(default_factory=dict)  # table leaf id → (Parquet column, type)
     hive_hits: dict[int, str | None] = field(default_factory=dict)  # table column id → value as DuckDB renders it
@@ -195,8 +226,8 @@ class _Walk:
         return seen
 
     def column(self, f: pa.Field, col: ColumnInfo, local: int, prefix: str) -> None:
-        kind = arrow_ducklake_type(f.type)
         kids = _children(f.type)
+        kind = arrow_ducklake_type(f.type) if kids else parquet_leaf_type(self.leaf_schema.column(self.leaf_index))
         if not kids:
             if col.children or not fits(kind, col.type):
                 raise InputError(f'column "{prefix}{col.name}" of {self.path} holds {kind}, which the table\'s '
@@ -284,7 +315,8 @@ def _leaf_stats(footer: Footer, index: int, file_type: str, column_id: int) -> F
 def describe_file(footer: Footer, table: TableInfo, *, hive: bool, allow_missing: bool,
                   ignore_extra: bool) -> RegisteredFile:
     """A file's mapping, stats and partition values, or an error naming what does not fit."""
-    walk = _Walk(footer.path, allow_missing, ignore_extra, dict(hive_values(footer.path)) if hive else {})
+    walk = _Walk(footer.path, allow_missing, ignore_extra, dict(hive_values(footer.path)) if hive else {},
+                 footer.metadata.schema)
     walk.top([(f.name, f) for f in footer.schema], table.columns)
     records = int(footer.metadata.num_rows)
     stats = [_leaf_stats(footer, idx, kind, cid) for cid, (idx, kind) in walk.leaves.items()]

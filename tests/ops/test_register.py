@@ -322,3 +322,59 @@ def test_register_s3_files(tmp_path: Path, s3_bucket: Any) -> None:
                              key=repr) for rs in got]
     assert rows["ours"] == rows["duck"]
     assert any(r[5] == "mixed/m2.parquet" for r in rows["ours"][1])
+
+
+def test_type_rule_matches_duckdb(tmp_path: Path) -> None:
+    """Which file column types each table column type takes: ours (from the footer) equals DuckDB's."""
+    from ducklake_cli.errors import InputError
+    from ducklake_cli.ops.register import describe_file
+    from ducklake_cli.storage.parquet import read_footer
+
+    arrays = {
+        "i8": pa.array([1], pa.int8()), "i16": pa.array([1], pa.int16()), "i32": pa.array([1], pa.int32()),
+        "i64": pa.array([1], pa.int64()), "u8": pa.array([1], pa.uint8()), "u16": pa.array([1], pa.uint16()),
+        "u32": pa.array([1], pa.uint32()), "u64": pa.array([1], pa.uint64()), "f32": pa.array([1.5], pa.float32()),
+        "f64": pa.array([1.5]), "str": pa.array(["a"]), "bin": pa.array([b"a"]), "bool": pa.array([True]),
+        "date": pa.array([dt.date(2024, 1, 1)]), "ts": pa.array([dt.datetime(2024, 1, 1)], pa.timestamp("us")),
+        "tstz": pa.array([dt.datetime(2024, 1, 1)], pa.timestamp("us", tz="UTC")),
+        "tsms": pa.array([dt.datetime(2024, 1, 1)], pa.timestamp("ms")),
+        "tsns": pa.array([dt.datetime(2024, 1, 1)], pa.timestamp("ns")),
+        "dec92": pa.array([decimal.Decimal("1.50")], pa.decimal128(9, 2)),
+        "dec182": pa.array([decimal.Decimal("1.50")], pa.decimal128(18, 2)),
+        "time": pa.array([dt.time(1, 2, 3)], pa.time64("us")),
+    }
+    for name, arr in arrays.items():
+        pq.write_table(pa.table({"c": arr}), tmp_path / f"{name}.parquet")
+    types = ["TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "FLOAT",
+             "DOUBLE", "VARCHAR", "BLOB", "BOOLEAN", "DATE", "TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMP_MS",
+             "TIMESTAMP_NS", "DECIMAL(9,2)", "DECIMAL(18,2)", "DECIMAL(18,3)", "DECIMAL(10,1)", "TIME"]
+    spot = Spot("sqlite", str(tmp_path / "c.sqlite"), str(tmp_path / "c.sqlite"), tmp_path / "data")
+    Twins.duckdb(spot, [f"CREATE TABLE t{i} (c {t})" for i, t in enumerate(types)])
+    duck: dict[str, set[str]] = {}
+    con = oracle_connect()
+    try:
+        con.execute(spot.attach())
+        for i, t in enumerate(types):
+            duck[t] = set()
+            for name in arrays:
+                try:
+                    con.execute(f"CALL ducklake_add_data_files('lake', 't{i}', '{tmp_path / name}.parquet')")
+                    duck[t].add(name)
+                except Exception as exc:  # noqa: BLE001 - DuckDB's refusal is the expected outcome
+                    assert "Failed to map column" in str(exc), exc
+        con.execute("DETACH lake")
+    finally:
+        con.close()
+    footers = {name: read_footer(str(tmp_path / f"{name}.parquet")) for name in arrays}
+    with Lake.open(spot.catalog) as lake, lake.reader() as r:
+        tables = {t.name: t for t in r.tables(r.latest_snapshot().snapshot_id)}
+    ours: dict[str, set[str]] = {}
+    for i, t in enumerate(types):
+        ours[t] = set()
+        for name, footer in footers.items():
+            try:
+                describe_file(footer, tables[f"t{i}"], hive=False, allow_missing=False, ignore_extra=False)
+                ours[t].add(name)
+            except InputError:
+                pass
+    assert ours == duck
