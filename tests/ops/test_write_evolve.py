@@ -163,7 +163,8 @@ def _evolve_both(duck: Side, ours: Side, lake: Lake, spark: SparkSession, catalo
                                          "cannot widen"):
         lake.write(spark.createDataFrame([(4, 1, "w")], "id int, name int, w string"), "t", evolve=True)
     with pytest.raises(UsageError, match="evolve"):
-        lake.write(spark.createDataFrame([(4,)], "id int"), "t", mode="merge", on=["id"], evolve=True)
+        lake.write(spark.createDataFrame([(4,)], "id int"), "t", mode="merge", on=["id"],  # type: ignore[call-overload]
+                   evolve=True)
     lake.close()
     assert ours.sql("SELECT count(*) FROM lake.snapshots()") == before
 
