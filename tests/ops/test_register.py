@@ -106,12 +106,13 @@ def write_files(d: Path) -> None:
 class Twins:
     """Two lakes built alike by DuckDB, each with its own copy of the files: `duck` and `ours`."""
 
-    def __init__(self, tmp: Path, backend: str, ddl: tuple[str, ...] = DDL) -> None:
+    def __init__(self, tmp: Path, backend: str, ddl: tuple[str, ...] = DDL,
+                 spots: tuple[Spot, Spot] | None = None) -> None:
         self.spots: dict[str, Spot] = {}
-        for side in ("duck", "ours"):
+        for i, side in enumerate(("duck", "ours")):
             path = str(tmp / side / ("c.sqlite" if backend == "sqlite" else "c.ducklake"))
             (tmp / side / "files").mkdir(parents=True)
-            spot = Spot(backend, path, path, tmp / side / "data")
+            spot = spots[i] if spots else Spot(backend, path, path, tmp / side / "data")
             self.duckdb(spot, [*ddl])
             self.spots[side] = spot
         self.tmp = tmp
@@ -162,9 +163,15 @@ def comparable(value: Any) -> Any:
     return normal(value)
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "duckdb"])
+@pytest.mark.parametrize("backend", ["sqlite", "duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_register_twins_catalog_rows(tmp_path: Path, backend: str) -> None:
-    twins = Twins(tmp_path, backend)
+    from tests.support.dml_twins import twin_spots
+
+    with twin_spots(backend, tmp_path / "catalogs") as spots:
+        _twins_catalog_rows(Twins(tmp_path, backend, spots=spots if backend == "postgres" else None))
+
+
+def _twins_catalog_rows(twins: Twins) -> None:
     for side in ("duck", "ours"):
         write_files(twins.files(side))
     twins.add_duckdb(CALLS)
