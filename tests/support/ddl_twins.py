@@ -119,17 +119,7 @@ class DdlTwins:
     def duck(self, spot: Spot, statements: Sequence[str]) -> None:
         """DuckDB runs the statements in one transaction."""
         with self.attached(spot) as con:
-            if len(statements) == 1:
-                con.execute(statements[0])
-                return
-            con.execute("BEGIN")
-            try:
-                for s in statements:
-                    con.execute(s)
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
+            transaction(con, statements)
 
     def ours(self, spot: Spot, sql: str) -> DdlResult:
         """We run one statement."""
@@ -141,6 +131,8 @@ class DdlTwins:
 
     def setup(self, statements: Sequence[str]) -> None:
         """The same DuckDB statements (autocommit each) on both lakes."""
+        if not statements:  # both catalogs are made by the first attach
+            statements = ("SELECT 1",)
         for spot in (self.a, self.b):
             with self.attached(spot) as con:
                 for s in statements:
@@ -153,10 +145,12 @@ class DdlTwins:
         out = {}
         with self.attached(spot) as con:
             for table, skip in COMPARED.items():
-                cols = [r[0] for r in con.execute(f"DESCRIBE {META}.{table}").fetchall() if r[0] not in skip]
                 where = " WHERE key <> 'data_path'" if table == "ducklake_metadata" else ""
-                rows = con.execute(f"SELECT {', '.join(cols)} FROM {META}.{table}{where}").fetchall()
-                out[table] = [tuple(zip(cols, r, strict=True)) for r in _sorted(rows)]
+                cur = con.execute(f"SELECT * FROM {META}.{table}{where}")
+                names = [d[0] for d in cur.description]
+                keep = [i for i, n in enumerate(names) if n not in skip]
+                rows = [tuple(r[i] for i in keep) for r in cur.fetchall()]
+                out[table] = [tuple(zip([names[i] for i in keep], r, strict=True)) for r in _sorted(rows)]
         return out
 
     def compare_catalogs(self) -> None:
@@ -167,9 +161,11 @@ class DdlTwins:
 
     def history(self, spot: Spot, versions: Sequence[int]) -> dict[int, Any]:
         """What DuckDB reads at each snapshot (one attach): every table's columns with types and its rows, via
-        `AT (VERSION => n)`; the table list comes from the catalog at that snapshot."""
+        `AT (VERSION => n)` (the table list comes from the catalog at that snapshot); and under key -1, the
+        latest snapshot as `latest` reads it."""
         out: dict[int, Any] = {}
         with self.attached(spot) as con:
+            out[-1] = self._latest(con)
             for v in versions:
                 tables = con.execute(
                     f"SELECT s.schema_name, t.table_name FROM {META}.ducklake_table t JOIN {META}.ducklake_schema s "
@@ -187,15 +183,20 @@ class DdlTwins:
     def latest(self, spot: Spot) -> Any:
         """The latest snapshot as DuckDB reads it: columns, rows, views and table comments."""
         with self.attached(spot) as con:
-            cols = con.execute(
-                "SELECT table_schema, table_name, column_name, data_type, ordinal_position FROM "
-                "information_schema.columns WHERE table_catalog = ? ORDER BY ALL", [ALIAS]).fetchall()
-            views = con.execute("SELECT schema_name, view_name, sql, comment FROM duckdb_views() "
-                                "WHERE database_name = ? ORDER BY ALL", [ALIAS]).fetchall()
-            tables = con.execute("SELECT schema_name, table_name, comment FROM duckdb_tables() "
-                                 "WHERE database_name = ? ORDER BY ALL", [ALIAS]).fetchall()
-            rows = {f"{sc}.{n}": _sorted(con.execute(f'SELECT * FROM {ALIAS}."{sc}"."{n}"').fetchall())
-                    for sc, n, _ in tables}
+            return self._latest(con)
+
+    @staticmethod
+    def _latest(con: duckdb.DuckDBPyConnection) -> Any:
+        """Columns with types, views with SQL and comments, tables with comments, and every table's rows."""
+        cols = con.execute(
+            "SELECT table_schema, table_name, column_name, data_type, ordinal_position FROM "
+            "information_schema.columns WHERE table_catalog = ? ORDER BY ALL", [ALIAS]).fetchall()
+        views = con.execute("SELECT schema_name, view_name, sql, comment FROM duckdb_views() "
+                            "WHERE database_name = ? ORDER BY ALL", [ALIAS]).fetchall()
+        tables = con.execute("SELECT schema_name, table_name, comment FROM duckdb_tables() "
+                             "WHERE database_name = ? ORDER BY ALL", [ALIAS]).fetchall()
+        rows = {f"{sc}.{n}": _sorted(con.execute(f'SELECT * FROM {ALIAS}."{sc}"."{n}"').fetchall())
+                for sc, n, _ in tables}
         return cols, views, tables, rows
 
     def compare_history(self) -> None:
@@ -204,9 +205,23 @@ class DdlTwins:
             versions = [r[0] for r in con.execute(f"SELECT snapshot_id FROM {META}.ducklake_snapshot "
                                                   "ORDER BY 1").fetchall()]
         got, want = self.history(self.b, versions), self.history(self.a, versions)
-        for v in versions:
+        for v in [*versions, -1]:
             assert got[v] == want[v], f"snapshot {v} reads differently:\n ours:   {got[v]}\n duckdb: {want[v]}"
-        assert self.latest(self.b) == self.latest(self.a)
+
+
+def transaction(con: duckdb.DuckDBPyConnection, statements: Sequence[str]) -> None:
+    """The statements in one DuckDB transaction."""
+    if len(statements) == 1:
+        con.execute(statements[0])
+        return
+    con.execute("BEGIN")
+    try:
+        for s in statements:
+            con.execute(s)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
 
 
 def run_ddl_sequence(seq: DdlSequence, backend: str, tmp: Path) -> DdlTwins:
@@ -216,9 +231,10 @@ def run_ddl_sequence(seq: DdlSequence, backend: str, tmp: Path) -> DdlTwins:
         with twin_spots(backend, tmp) as (a, b):
             twins = DdlTwins(a, b, con)
             twins.setup(seq.setup)
-            for st in seq.steps:
-                twins.duck(a, st.duck)
-                twins.ours(b, st.our_sql)
+            with twins.attached(a) as duck:  # only DuckDB writes lake A meanwhile: attached once
+                for st in seq.steps:
+                    transaction(duck, st.duck)
+                    twins.ours(b, st.our_sql)
             twins.compare_catalogs()
             twins.compare_history()
             for sql in seq.after:
