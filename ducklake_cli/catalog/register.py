@@ -4,8 +4,10 @@ mapping of the table is reused), footer statistics, row ids continuing the table
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 
 from sqlalchemy import and_, select, update
 
@@ -13,7 +15,7 @@ from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.models import TableInfo
 from ducklake_cli.catalog.stats import merge_bound
 from ducklake_cli.catalog.transaction import Transaction
-from ducklake_cli.catalog.types import FLOAT_TYPES
+from ducklake_cli.catalog.types import FLOAT_TYPES, INT_TYPES, decimal_parts
 
 MAP_BY_NAME = "map_by_name"
 
@@ -124,6 +126,29 @@ def register_files(tx: Transaction, table: TableInfo, files: Sequence[Registered
     return ids
 
 
+_TEMPORAL_TYPES = frozenset({"date", "timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_ns"})
+_TEMPORAL = re.compile(r"-?\d{4,}-\d\d-\d\d( \d\d:\d\d:\d\d(\.\d+)?)?(\+00)?( \(BC\))?|-?infinity")
+
+
+def _typed(text: str | None, typ: str) -> str | None:
+    """A file bound, or None when it is no value of the column's type (DuckDB drops such a table bound: a
+    transformed hive key such as `year=2025` gives a timestamp column the file bound `2025`)."""
+    if text is None:
+        return None
+    try:
+        if typ in INT_TYPES:
+            int(text)
+        elif typ in FLOAT_TYPES:
+            float(text)
+        elif decimal_parts(typ):
+            Decimal(text)
+        elif typ in _TEMPORAL_TYPES and not _TEMPORAL.fullmatch(text):
+            return None
+    except (ValueError, InvalidOperation):
+        return None
+    return text
+
+
 def _table_stats(tx: Transaction, table: TableInfo, old: object, files: Sequence[RegisteredFile],
                  next_row: int) -> None:
     """`ducklake_table_stats` grown and `ducklake_table_column_stats` merged from the footer stats as DuckDB merges
@@ -151,10 +176,11 @@ def _table_stats(tx: Transaction, table: TableInfo, old: object, files: Sequence
             typ = types.get(st.column_id, "varchar")
             has_null = None if st.null_count is None else st.null_count > 0
             row = current.get(st.column_id)
+            lo, hi = (_typed(st.min_value, typ), _typed(st.max_value, typ))
             if row is None:
                 touched.setdefault(st.column_id, False)
-                current[st.column_id] = {"contains_null": has_null, "contains_nan": None,
-                                         "min_value": st.min_value, "max_value": st.max_value}
+                current[st.column_id] = {"contains_null": has_null, "contains_nan": None, "min_value": lo,
+                                         "max_value": hi}
                 continue
             touched.setdefault(st.column_id, True)
             old_null = row["contains_null"]
@@ -163,7 +189,7 @@ def _table_stats(tx: Transaction, table: TableInfo, old: object, files: Sequence
             if st.value_count == 0:  # only NULLs: nothing to widen the bounds with
                 continue
             for key, upper in (("min_value", False), ("max_value", True)):
-                new = st.min_value if not upper else st.max_value
+                new = lo if not upper else hi
                 mine = row[key]
                 # A file with values but no bound makes the bound unknown until a later file brings one.
                 row[key] = None if new is None else new if mine is None else merge_bound(str(mine), new, typ,

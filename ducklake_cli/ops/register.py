@@ -322,17 +322,45 @@ def describe_file(footer: Footer, table: TableInfo, *, hive: bool, allow_missing
     stats = [_leaf_stats(footer, idx, kind, cid) for cid, (idx, kind) in walk.leaves.items()]
     stats += [FileStat(cid, 0, records if text is not None else 0, 0 if text is not None else records, text, text)
               for cid, text in walk.hive_hits.items()]
-    partition: list[str | None] = []
-    if table.partition:
-        fields = table.partition.fields
-        # DuckDB: the path's values must be exactly the (identity) partition columns
-        if any(f.transform != "identity" for f in fields) or set(walk.hive_hits) != {f.column_id for f in fields}:
-            raise InputError(f"{footer.path} has no hive values for exactly the table's partition columns",
-                             hint="partitioned tables take files in key=value directories of their partition "
-                                  "columns (--hive-partitioning)")
-        partition = [walk.hive_hits[f.column_id] for f in fields]
+    partition = _partition_values(footer.path, table, walk, stats, records) if table.partition else []
     return RegisteredFile(footer.path, records, footer.file_size, footer.footer_size, tuple(walk.rows),
                           tuple(stats), tuple(partition))
+
+
+def _partition_values(path: str, table: TableInfo, walk: _Walk, stats: list[FileStat],
+                      records: int) -> list[str | None]:
+    """The file's value of each partition key, from its hive path as DuckDB takes them: identity keys by column
+    name, transformed keys by their directory name (`year=2024`); the path must hold exactly the partition keys."""
+    from ducklake_cli.catalog.partitions import hive_key_names, transform_name
+
+    assert table.partition is not None
+    fields = table.partition.fields
+    names = {c.column_id: c.name for c in table.columns}
+    values: dict[int, str | None] = {}
+    hits: list[int] = []  # the column of each hive value, as DuckDB counts them
+    for f, key in zip(fields, hive_key_names(names, [(f.column_id, f.transform) for f in fields]), strict=True):
+        if f.transform == "identity" or key not in walk.hive:
+            continue
+        raw = walk.hive[key]
+        try:
+            text = None if raw is None else str(int(raw))
+        except ValueError:
+            raise InputError(f"the hive value {key}={raw} of {path} is not a whole number") from None
+        hits.append(f.column_id)
+        values[f.key_index] = text
+        if transform_name(f.transform) != "bucket" and all(s.column_id != f.column_id for s in stats):
+            stats.append(FileStat(f.column_id, 0, records if text is not None else 0,
+                                  0 if text is not None else records, text, text))
+    hits += list(walk.hive_hits)
+    keys = {f.column_id for f in fields}
+    if len(hits) != len(fields) or any(h not in keys for h in hits):
+        raise InputError(f"{path} has no hive values for exactly the table's partition keys",
+                         hint="partitioned tables take files in key=value directories of their partition keys "
+                              "(--hive-partitioning)")
+    for f in fields:
+        if f.transform == "identity":
+            values[f.key_index] = walk.hive_hits.get(f.column_id)
+    return [values.get(f.key_index) for f in fields]
 
 
 def register(lake: Lake, table: str, pattern: str, *, hive_partitioning: bool = False, allow_missing: bool = False,

@@ -40,6 +40,8 @@ DDL = (
     "CREATE TABLE inl (id INTEGER, name VARCHAR)",
     "INSERT INTO inl VALUES (100, 'z'), (101, NULL)",
     "CREATE TABLE hx (id INTEGER, region VARCHAR)",
+    "CREATE TABLE py (id INTEGER, ts TIMESTAMP, region VARCHAR)",
+    "ALTER TABLE py SET PARTITIONED BY (year(ts), region)",
 )
 # (table, path under the files directory, flags): DuckDB's named arguments and our keyword arguments alike.
 CALLS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -58,13 +60,15 @@ CALLS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     # x=1 is no column of the table (ignored); region=eu wins over the file's own region column.
     ("hx", "x=1/region=eu/*.parquet", ("hive_partitioning",)),
     ("inl", "rgnull.parquet", ("allow_missing",)),  # a row group of NULLs only: the file has no bounds
+    # transformed partition keys from their directories; the second file lacks ts (its stats come from the path)
+    ("py", "py/*/*/*.parquet", ("hive_partitioning", "allow_missing")),
 )
 
 
 def write_files(d: Path) -> None:
     """The pyarrow-written files the twins register."""
     for sub in ("hive/region=eu", "hive/region=us", "mixed", "hv/year=2024", "hv/year=__HIVE_DEFAULT_PARTITION__",
-                "x=1/region=eu"):
+                "x=1/region=eu", "py/year=2024/region=eu", "py/year=2025/region=us"):
         (d / sub).mkdir(parents=True, exist_ok=True)
     struct = pa.struct([("b", pa.string()), ("a", pa.int32())])
     pq.write_table(pa.table({"name": ["x", "y", None], "id": pa.array([3, 1, 2], pa.int32()),
@@ -101,6 +105,9 @@ def write_files(d: Path) -> None:
                    d / "x=1/region=eu/f.parquet")
     pq.write_table(pa.table({"id": pa.array([1, None, None, None], pa.int32())}), d / "rgnull.parquet",
                    row_group_size=2)
+    pq.write_table(pa.table({"id": pa.array([1], pa.int32()), "ts": pa.array([dt.datetime(2024, 3, 5)])}),
+                   d / "py/year=2024/region=eu/f.parquet")
+    pq.write_table(pa.table({"id": pa.array([2], pa.int32())}), d / "py/year=2025/region=us/f.parquet")
 
 
 class Twins:
@@ -180,7 +187,7 @@ def _twins_catalog_rows(twins: Twins) -> None:
             register(lake, table, str(twins.files("ours") / path), hive_partitioning="hive_partitioning" in flags,
                      allow_missing="allow_missing" in flags, ignore_extra_columns="ignore_extra_columns" in flags)
     assert twins.catalog("ours") == twins.catalog("duck")
-    tables = ["t", "mixed", "h", "hp", "hv", "nested", "types", "inl", "hx"]
+    tables = ["t", "mixed", "h", "hp", "hv", "nested", "types", "inl", "hx", "py"]
     assert twins.duck_rows("ours", tables) == twins.duck_rows("duck", tables)
 
 
@@ -205,7 +212,7 @@ def test_register_refusals_change_nothing(spot: Spot, tmp_path: Path, capsys: py
         (("t", str(d / "extra.parquet")), 'column "zz" of'),
         (("t", str(d / "nothing*.parquet")), "no files match"),
         (("t", str(d / "bad.parquet")), "is not a Parquet file"),
-        (("p", str(d / "flat.parquet")), "has no hive values for exactly the table's partition columns"),
+        (("p", str(d / "flat.parquet")), "has no hive values for exactly the table's partition keys"),
         (("p", str(d / "region=eu" / "r.parquet")), 'column "region" of the table is not in'),  # no hive flag
         (("p", str(d / "region=eu" / "r.parquet"), "--allow-missing"), "no hive values"),
         (("nope", str(d / "flat.parquet")), "table main.nope does not exist"),
