@@ -90,6 +90,7 @@ def create_table(tx: Transaction, schema: SchemaInfo, name: str, columns: Sequen
     tx.insert(s.column_t, column_rows(tx, tid, cols))
     tx.insert(s.schema_versions_t, [{"begin_snapshot": tx.snapshot_id, "schema_version": tx.schema_version,
                                      "table_id": tid}])
+    tx.versioned_tables.add(tid)
     if partition:
         pid = tx.catalog_id()
         tx.insert(s.partition_info_t, [{"partition_id": pid, "table_id": tid, "begin_snapshot": tx.snapshot_id,
@@ -101,6 +102,7 @@ def create_table(tx: Transaction, schema: SchemaInfo, name: str, columns: Sequen
             PartitionField(i, cid, transform) for i, (cid, transform) in enumerate(partition))))
     if inline:
         table = replace(table, inlined_tables=(create_inlined_table(tx, table),))
+        tx.inlined_made[tid] = table.inlined_tables[0].table_name
     tx.change("created_table", quote_name(schema.name, name))
     return table
 
