@@ -42,15 +42,16 @@ def options(
 ) -> None:
     """Show the options in effect, or set and unset them as DuckDB's ducklake_set_option does.
 
-    Without --set/--unset: every option of the lake (stored values, scoped ones and defaults), or with
-    --schema/--table the value each option has there and where it comes from (TABLE, SCHEMA, GLOBAL or
-    DEFAULT). Values are stored as DuckDB stores them (10MB -> 10000000, parquet_version 2 -> V2). Options are
-    not versioned: changing one creates no snapshot. An unknown option or a bad value changes nothing.
+    Without --set/--unset: every option of the lake (stored, scoped and default values).
+    With --schema/--table: the value each option has there, and where it comes from (TABLE, SCHEMA, GLOBAL, DEFAULT).
+    Values are stored as DuckDB stores them (10MB -> 10000000, parquet_version 2 -> V2, 0.5 -> 0.500000).
+    Options are not versioned: changing one creates no snapshot. A bad option or value changes nothing.
 
-    Options: data_inlining_row_limit, target_file_size, parquet_compression, parquet_compression_level,
-    parquet_version, parquet_row_group_size, parquet_row_group_size_bytes, hive_file_pattern, rewrite_delete_threshold,
-    auto_compact, per_thread_output, write_deletion_vectors, sort_on_insert; lake-wide only: require_commit_message,
-    expire_older_than, delete_older_than.
+    Files: target_file_size, parquet_compression, parquet_compression_level, parquet_version.
+    Row groups: parquet_row_group_size, parquet_row_group_size_bytes.
+    Writes: data_inlining_row_limit, hive_file_pattern, per_thread_output, write_deletion_vectors, sort_on_insert.
+    Maintenance: auto_compact, rewrite_delete_threshold.
+    Whole lake only: require_commit_message, expire_older_than, delete_older_than.
 
     Examples:
 

@@ -42,10 +42,12 @@ def register(
 ) -> None:
     """Register existing Parquet files in a table where they are, as DuckDB's ducklake_add_data_files does.
 
-    Nothing is copied or rewritten and Spark is not started: each file's columns are matched to the table's by
-    name (any order, any case), their types checked, and the file recorded with its absolute path, a name mapping
-    and the statistics of its footer, as one snapshot. The lake then owns the files: compaction and cleanup may
-    later delete them. A file whose columns do not fit the table is refused and nothing changes.
+    Nothing is copied or rewritten, and Spark is not started.
+    Columns are matched by name (any order, any case) and their types checked.
+    With --hive-partitioning, key=value directories give column and partition values.
+    Each file is recorded with its absolute path, a name mapping and its footer statistics, all in one snapshot.
+    A file that does not fit the table is refused and nothing changes.
+    The lake owns the files afterwards: compaction and cleanup may delete them.
 
     Examples:
 
