@@ -47,7 +47,8 @@ def register(
     With --hive-partitioning, key=value directories give column and partition values.
     Each file is recorded with its absolute path, a name mapping and its footer statistics, all in one snapshot.
     A file that does not fit the table is refused and nothing changes.
-    The lake owns the files afterwards: compaction and cleanup may delete them.
+    The lake owns the files afterwards: DuckDB's compaction and cleanup may delete them (ours never deletes a file
+    outside the data path).
 
     Examples:
 
