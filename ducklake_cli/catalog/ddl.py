@@ -53,15 +53,14 @@ def drop_table(tx: Transaction, table: TableInfo) -> None:
 
 
 def _versioned(tx: Transaction, table: TableInfo, *, inline: bool) -> None:
-    """A new definition of the table without `altered_table` (a rename): its schema-versions row and inlined table."""
-    done = getattr(tx, "versioned_tables", None)
-    if done is None or table.table_id not in done:
-        if done is not None:
-            done.add(table.table_id)
+    """A new definition of the table without `altered_table` (a rename): its schema-versions row (once per
+    snapshot) and inlined table; `columns.table_altered` does the same for changes DuckDB records as altered."""
+    if table.table_id not in tx.versioned_tables:
+        tx.versioned_tables.add(table.table_id)
         tx.insert(s.schema_versions_t, [{"begin_snapshot": tx.snapshot_id, "schema_version": tx.schema_version,
                                          "table_id": table.table_id}])
     if inline:
-        create_inlined_table(tx, table)
+        tx.inlined_made[table.table_id] = create_inlined_table(tx, table).table_name
 
 
 def rename_table(tx: Transaction, table: TableInfo, new_name: str, *, inline: bool) -> TableInfo:

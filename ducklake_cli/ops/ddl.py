@@ -8,8 +8,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ducklake_cli.catalog import columns, ddl
+from ducklake_cli.catalog.columns import NO_DEFAULT, Default
 from ducklake_cli.catalog.models import ColumnInfo, SchemaInfo, SortKey, TableInfo, ViewInfo
+from ducklake_cli.catalog.partitions import PartitionRequest, resolve_partition
+from ducklake_cli.catalog.writes import create_table, ensure_schema
 from ducklake_cli.engine.planning import ddl_plan as p
+from ducklake_cli.engine.planning.ddl_render import DefaultSpec, TypeSpec, expression_columns, typed_default
 from ducklake_cli.errors import NotFoundError, QueryError, UsageError
 from ducklake_cli.ops.results import Section
 
@@ -77,7 +82,8 @@ def _pick(items: Sequence[Any], name: str, attr: str = "name") -> Any:
 class _State:
     """The catalog at the latest snapshot, as seen inside the commit."""
 
-    def __init__(self, tx: Transaction) -> None:
+    def __init__(self, lake: Lake, tx: Transaction) -> None:
+        self.lake = lake
         self.tx = tx
         self.sid = tx.latest.snapshot_id
         self.schemas = tx.reader.schemas(self.sid)
@@ -96,25 +102,43 @@ class _State:
             self._views = self.tx.reader.views(self.sid)
         return self._views
 
-    def schema(self, name: str, *, missing_ok: bool = False) -> SchemaInfo | None:
-        found = _pick(self.schemas, name)
-        if found is None and not missing_ok:
+    def find_schema(self, name: str) -> SchemaInfo | None:
+        return _pick(self.schemas, name)
+
+    def schema(self, name: str) -> SchemaInfo:
+        found = self.find_schema(name)
+        if found is None:
             raise NotFoundError(f"schema {name} does not exist")
         return found
 
-    def table(self, name: p.Name, *, missing_ok: bool = False) -> TableInfo | None:
-        sch = self.schema(name.schema_name, missing_ok=missing_ok)
-        found = None if sch is None else _pick([t for t in self.tables if t.schema_id == sch.schema_id], name.name)
-        if found is None and not missing_ok:
+    def find_table(self, name: p.Name) -> TableInfo | None:
+        sch = self.find_schema(name.schema_name)
+        return None if sch is None else _pick([t for t in self.tables if t.schema_id == sch.schema_id], name.name)
+
+    def table(self, name: p.Name) -> TableInfo:
+        self.schema(name.schema_name)
+        found = self.find_table(name)
+        if found is None:
             raise NotFoundError(f"table {name} does not exist")
         return found
 
-    def view(self, name: p.Name, *, missing_ok: bool = False) -> ViewInfo | None:
-        sch = self.schema(name.schema_name, missing_ok=missing_ok)
-        found = None if sch is None else _pick([v for v in self.views if v.schema_id == sch.schema_id], name.name)
-        if found is None and not missing_ok:
+    def find_view(self, name: p.Name) -> ViewInfo | None:
+        sch = self.find_schema(name.schema_name)
+        return None if sch is None else _pick([v for v in self.views if v.schema_id == sch.schema_id], name.name)
+
+    def view(self, name: p.Name) -> ViewInfo:
+        self.schema(name.schema_name)
+        found = self.find_view(name)
+        if found is None:
             raise NotFoundError(f"view {name} does not exist")
         return found
+
+    def column(self, name: p.Name, path: Sequence[str]) -> tuple[TableInfo, ColumnInfo]:
+        """The table and its column (or nested field) at `path`."""
+        table = self.table(name)
+        col = _column(table, path)
+        assert col is not None
+        return table, col
 
     def taken(self, schema: SchemaInfo, name: str, *, but: int | None = None) -> str | None:
         """`table`/`view` when an entry of that name exists in the schema (other than id `but`)."""
@@ -125,6 +149,16 @@ class _State:
             if v.schema_id == schema.schema_id and v.name.lower() == name.lower() and v.view_id != but:
                 return "view"
         return None
+
+    def check_rename(self, what: str, schema_name: str, old: str, new: str, own_id: int) -> None:
+        """Refuse renaming a table or view onto the name of another entry of its schema."""
+        kind = self.taken(self.schema(schema_name), new, but=own_id)
+        if kind is not None:
+            raise QueryError(f"cannot rename {what} {schema_name}.{old} to {new}: a {kind} of that name exists")
+
+    def inlines(self, table: TableInfo) -> bool:
+        """Whether a new definition of the table gets an inlined-data table (DuckDB makes one when it inlines)."""
+        return bool(table.inlined_tables) and self.lake.backend.transactional_ddl
 
 
 def _column(table: TableInfo, path: Sequence[str], *, missing_ok: bool = False) -> ColumnInfo | None:
@@ -140,12 +174,7 @@ def _column(table: TableInfo, path: Sequence[str], *, missing_ok: bool = False) 
     return found
 
 
-def _inlines(lake: Lake, table: TableInfo) -> bool:
-    """Whether a new definition of the table gets an inlined-data table (DuckDB makes one when it inlines)."""
-    return bool(table.inlined_tables) and lake.backend.transactional_ddl
-
-
-def _columns(specs: Sequence[tuple[str, p.TypeSpec]], first: int, parent: int | None) -> tuple[list[ColumnInfo], int]:
+def _columns(specs: Sequence[tuple[str, TypeSpec]], first: int, parent: int | None) -> tuple[list[ColumnInfo], int]:
     """Column trees with ids in pre-order from `first`, as DuckDB numbers a new table's columns."""
     out, nxt = [], first
     for name, typ in specs:
@@ -157,38 +186,38 @@ def _columns(specs: Sequence[tuple[str, p.TypeSpec]], first: int, parent: int | 
     return out, nxt
 
 
-def _type_spec(col: ColumnInfo) -> p.TypeSpec:
-    return p.TypeSpec(col.type, tuple((c.name, _type_spec(c)) for c in col.children))
+def _type_spec(col: ColumnInfo) -> TypeSpec:
+    return TypeSpec(col.type, tuple((c.name, _type_spec(c)) for c in col.children))
 
 
-def _default(spec: p.DefaultSpec | None) -> Any:
-    from ducklake_cli.catalog.columns import NO_DEFAULT, Default
-
+def _default(spec: DefaultSpec | None) -> Default:
     return NO_DEFAULT if spec is None else Default(spec.initial, spec.value, spec.kind)
+
+
+def _partition(cols: Sequence[ColumnInfo], keys: Sequence[PartitionRequest], clause: str) -> list[tuple[int, str]]:
+    """Partition keys resolved against the columns (errors name the SQL clause, not the CLI flag)."""
+    try:
+        return resolve_partition(cols, keys)
+    except UsageError as exc:
+        raise QueryError(exc.message.replace("--partition-by", clause)) from None
 
 
 # ----- statements ------------------------------------------------------------------------------------------------
 
 def _apply(lake: Lake, st: p.Statement, tx: Transaction) -> None:
-    state = _State(tx)
-    handler = _HANDLERS[type(st)]
-    handler(lake, state, st)
+    _HANDLERS[type(st)](_State(lake, tx), st)
 
 
-def _create_schema(lake: Lake, state: _State, st: p.CreateSchema) -> None:
-    from ducklake_cli.catalog.writes import ensure_schema
-
-    if state.schema(st.name, missing_ok=True) is not None:
+def _create_schema(state: _State, st: p.CreateSchema) -> None:
+    if state.find_schema(st.name) is not None:
         if st.if_not_exists:
             return
         raise QueryError(f"schema {st.name} already exists")
     ensure_schema(state.tx, st.name)
 
 
-def _drop_schema(lake: Lake, state: _State, st: p.DropSchema) -> None:
-    from ducklake_cli.catalog import ddl
-
-    sch = state.schema(st.name, missing_ok=st.if_exists)
+def _drop_schema(state: _State, st: p.DropSchema) -> None:
+    sch = state.find_schema(st.name) if st.if_exists else state.schema(st.name)
     if sch is None:
         return
     if sch.name == "main":
@@ -205,14 +234,10 @@ def _drop_schema(lake: Lake, state: _State, st: p.DropSchema) -> None:
     ddl.drop_schema(state.tx, sch)
 
 
-def _create_table(lake: Lake, state: _State, st: p.CreateTable) -> None:
-    from ducklake_cli.catalog import ddl
-    from ducklake_cli.catalog.partitions import resolve_partition
-    from ducklake_cli.catalog.writes import create_table
-    from ducklake_cli.ops.write import inline_limit
+def _create_table(state: _State, st: p.CreateTable) -> None:
+    from ducklake_cli.ops.write import inline_limit  # the write path's modules: only when a table is made
 
     sch = state.schema(st.table.schema_name)
-    assert sch is not None
     kind = state.taken(sch, st.table.name)
     if kind is not None:
         if st.if_not_exists and kind == "table":
@@ -222,15 +247,9 @@ def _create_table(lake: Lake, state: _State, st: p.CreateTable) -> None:
     cols = [replace(c, nulls_allowed=not spec.not_null, initial_default=d.initial, default_value=d.value,
                     default_value_type=c.default_value_type if c.children else d.kind)
             for c, spec in zip(cols, st.columns, strict=True) for d in (_default(spec.default),)]
-    try:
-        partition = resolve_partition(cols, st.partition)
-    except UsageError as exc:
-        raise QueryError(exc.message.replace("--partition-by", "PARTITIONED BY")) from None
-    limit = inline_limit(lake, lake_meta(state), cols, table_id=None, schema_id=sch.schema_id)
+    partition = _partition(cols, st.partition, "PARTITIONED BY")
+    limit = inline_limit(state.lake, state.tx.reader.metadata(), cols, table_id=None, schema_id=sch.schema_id)
     table = create_table(state.tx, sch, st.table.name, cols, partition, inline=limit > 0)
-    done = getattr(state.tx, "versioned_tables", None)
-    if done is not None:
-        done.add(table.table_id)
     if partition or st.comment is not None or any(c.comment is not None for c in st.columns):
         state.tx.change("altered_table", table.table_id)  # DuckDB: CREATE, then ALTER/COMMENT, one transaction
     if st.comment is not None:
@@ -240,50 +259,30 @@ def _create_table(lake: Lake, state: _State, st: p.CreateTable) -> None:
             ddl.comment_column(state.tx, table, c.column_id, spec.comment)
 
 
-def lake_meta(state: _State) -> Any:
-    """The lake's metadata (options), read in the commit."""
-    return state.tx.reader.metadata()
-
-
-def _drop_table(lake: Lake, state: _State, st: p.DropTable) -> None:
-    from ducklake_cli.catalog import ddl
-
-    table = state.table(st.table, missing_ok=st.if_exists)
+def _drop_table(state: _State, st: p.DropTable) -> None:
+    table = state.find_table(st.table) if st.if_exists else state.table(st.table)
     if table is not None:
         ddl.drop_table(state.tx, table)
 
 
-def _rename_table(lake: Lake, state: _State, st: p.RenameTable) -> None:
-    from ducklake_cli.catalog import ddl
-
+def _rename_table(state: _State, st: p.RenameTable) -> None:
     table = state.table(st.table)
-    assert table is not None
-    sch = state.schema(table.schema_name)
-    assert sch is not None
-    kind = state.taken(sch, st.new_name, but=table.table_id)
-    if kind is not None:
-        raise QueryError(f"cannot rename table {table.qualified_name} to {st.new_name}: a {kind} of that name "
-                         "exists")
-    ddl.rename_table(state.tx, table, st.new_name, inline=_inlines(lake, table))
+    state.check_rename("table", table.schema_name, table.name, st.new_name, table.table_id)
+    ddl.rename_table(state.tx, table, st.new_name, inline=state.inlines(table))
 
 
-def _add_column(lake: Lake, state: _State, st: p.AddColumn) -> None:
-    table = state.table(st.table)
-    assert table is not None
-    _add_one(lake, state, table, st)
+def _add_column(state: _State, st: p.AddColumn) -> None:
+    _add_one(state, state.table(st.table), st)
 
 
-def _add_columns(lake: Lake, state: _State, st: p.AddColumns) -> None:
+def _add_columns(state: _State, st: p.AddColumns) -> None:
     """Several columns in one snapshot (DuckDB: the ADDs in one transaction)."""
     table = state.table(st.table)
-    assert table is not None
     for one in st.columns:
-        table = _add_one(lake, state, table, one)
+        table = _add_one(state, table, one)
 
 
-def _add_one(lake: Lake, state: _State, table: TableInfo, st: p.AddColumn) -> TableInfo:
-    from ducklake_cli.catalog import columns
-
+def _add_one(state: _State, table: TableInfo, st: p.AddColumn) -> TableInfo:
     parent = _column(table, st.parent) if st.parent else None
     siblings = parent.children if parent is not None else table.columns
     if _pick(siblings, st.column.name) is not None and st.if_not_exists:
@@ -292,94 +291,59 @@ def _add_one(lake: Lake, state: _State, table: TableInfo, st: p.AddColumn) -> Ta
         raise QueryError("ADD COLUMN … NOT NULL is not supported (DuckDB's rule); add it, then SET NOT NULL")
     (col,), _ = _columns([(st.column.name, st.column.type)], 0, None)
     table = columns.add_column(state.tx, table, col, parent_id=parent.column_id if parent else None,
-                               default=_default(st.column.default), inline=_inlines(lake, table))
+                               default=_default(st.column.default), inline=state.inlines(table))
     if st.column.comment is not None:
-        from ducklake_cli.catalog import ddl
-
         added = _column(table, (*st.parent, st.column.name))
         assert added is not None
         ddl.comment_column(state.tx, table, added.column_id, st.column.comment)
     return table
 
 
-def _drop_column(lake: Lake, state: _State, st: p.DropColumn) -> None:
-    from ducklake_cli.catalog import columns
-
+def _drop_column(state: _State, st: p.DropColumn) -> None:
     table = state.table(st.table)
-    assert table is not None
     col = _column(table, st.path, missing_ok=st.if_exists)
     if col is None:
         return
     if table.partition and any(f.column_id == col.column_id for f in table.partition.fields):
         raise QueryError(f"cannot drop {'.'.join(st.path)}: it is a partition key of {table.qualified_name}",
                          hint="change the partitioning first (SET/RESET PARTITIONED BY)")
-    if col.parent_column is None and any(col.name.lower() in p.expression_columns(k.expression)
+    if col.parent_column is None and any(col.name.lower() in expression_columns(k.expression)
                                          for k in table.sort_keys):
         raise QueryError(f"cannot drop {col.name}: {table.qualified_name} is sorted by it",
                          hint="change the sort order first (SET/RESET SORTED BY)")
-    columns.drop_column(state.tx, table, col.column_id, inline=_inlines(lake, table))
+    columns.drop_column(state.tx, table, col.column_id, inline=state.inlines(table))
 
 
-def _rename_column(lake: Lake, state: _State, st: p.RenameColumn) -> None:
-    from ducklake_cli.catalog import columns
-
-    table = state.table(st.table)
-    assert table is not None
-    col = _column(table, st.path)
-    assert col is not None
-    columns.rename_column(state.tx, table, col.column_id, st.new_name, inline=_inlines(lake, table))
+def _rename_column(state: _State, st: p.RenameColumn) -> None:
+    table, col = state.column(st.table, st.path)
+    columns.rename_column(state.tx, table, col.column_id, st.new_name, inline=state.inlines(table))
 
 
-def _alter_type(lake: Lake, state: _State, st: p.AlterColumnType) -> None:
-    from ducklake_cli.catalog import columns
-
-    table = state.table(st.table)
-    assert table is not None
-    col = _column(table, st.path)
-    assert col is not None
+def _alter_type(state: _State, st: p.AlterColumnType) -> None:
+    table, col = state.column(st.table, st.path)
     (new,), _ = _columns([(col.name, st.type)], 0, col.parent_column)
-    columns.set_column_type(state.tx, table, col.column_id, new, inline=_inlines(lake, table))
+    columns.set_column_type(state.tx, table, col.column_id, new, inline=state.inlines(table))
 
 
-def _set_not_null(lake: Lake, state: _State, st: p.SetNotNull) -> None:
-    from ducklake_cli.catalog import columns
-
-    table = state.table(st.table)
-    assert table is not None
-    col = _column(table, st.path)
-    assert col is not None
+def _set_not_null(state: _State, st: p.SetNotNull) -> None:
+    table, col = state.column(st.table, st.path)
     columns.set_nulls_allowed(state.tx, table, col.column_id, not st.not_null)
 
 
-def _set_default(lake: Lake, state: _State, st: p.SetDefault) -> None:
-    from ducklake_cli.catalog import columns
-
-    table = state.table(st.table)
-    assert table is not None
-    col = _column(table, st.path)
-    assert col is not None
-    spec = None if st.default is None else p.typed_default(st.default, _type_spec(col))
+def _set_default(state: _State, st: p.SetDefault) -> None:
+    table, col = state.column(st.table, st.path)
+    spec = None if st.default is None else typed_default(st.default, _type_spec(col))
     columns.set_default(state.tx, table, col.column_id, _default(spec))
 
 
-def _set_partition(lake: Lake, state: _State, st: p.SetPartition) -> None:
-    from ducklake_cli.catalog import ddl
-    from ducklake_cli.catalog.partitions import resolve_partition
-
+def _set_partition(state: _State, st: p.SetPartition) -> None:
     table = state.table(st.table)
-    assert table is not None
-    try:
-        fields = resolve_partition(table.columns, st.keys)
-    except UsageError as exc:
-        raise QueryError(exc.message.replace("--partition-by", "SET PARTITIONED BY")) from None
-    ddl.set_partition(state.tx, table, fields, inline=_inlines(lake, table))
+    fields = _partition(table.columns, st.keys, "SET PARTITIONED BY")
+    ddl.set_partition(state.tx, table, fields, inline=state.inlines(table))
 
 
-def _set_sort(lake: Lake, state: _State, st: p.SetSort) -> None:
-    from ducklake_cli.catalog import ddl
-
+def _set_sort(state: _State, st: p.SetSort) -> None:
     table = state.table(st.table)
-    assert table is not None
     missing = sorted({c for k in st.keys for c in k.columns if _pick(table.columns, c) is None})
     if missing:
         raise QueryError(f"SET SORTED BY: table {table.qualified_name} has no column {', '.join(missing)}")
@@ -387,29 +351,18 @@ def _set_sort(lake: Lake, state: _State, st: p.SetSort) -> None:
     ddl.set_sort(state.tx, table, keys)
 
 
-def _comment(lake: Lake, state: _State, st: p.Comment) -> None:
-    from ducklake_cli.catalog import ddl
-
+def _comment(state: _State, st: p.Comment) -> None:
     if st.kind == "view":
-        view = state.view(st.target)
-        assert view is not None
-        ddl.comment_view(state.tx, view, st.text)
-        return
-    table = state.table(st.target)
-    assert table is not None
-    if st.kind == "table":
-        ddl.comment_table(state.tx, table, st.text)
-        return
-    col = _column(table, st.path)
-    assert col is not None
-    ddl.comment_column(state.tx, table, col.column_id, st.text)
+        ddl.comment_view(state.tx, state.view(st.target), st.text)
+    elif st.kind == "table":
+        ddl.comment_table(state.tx, state.table(st.target), st.text)
+    else:
+        table, col = state.column(st.target, st.path)
+        ddl.comment_column(state.tx, table, col.column_id, st.text)
 
 
-def _create_view(lake: Lake, state: _State, st: p.CreateView) -> None:
-    from ducklake_cli.catalog import ddl
-
+def _create_view(state: _State, st: p.CreateView) -> None:
     sch = state.schema(st.view.schema_name)
-    assert sch is not None
     kind = state.taken(sch, st.view.name)
     if kind == "table":
         raise QueryError(f"a table named {st.view} already exists")
@@ -418,39 +371,26 @@ def _create_view(lake: Lake, state: _State, st: p.CreateView) -> None:
             return
         if not st.or_replace:
             raise QueryError(f"view {st.view} already exists", hint="CREATE OR REPLACE VIEW replaces it")
-        old = state.view(st.view)
-        assert old is not None
-        ddl.drop_view(state.tx, old)
+        ddl.drop_view(state.tx, state.view(st.view))
     ddl.create_view(state.tx, sch, st.view.name, st.sql, st.aliases)
 
 
-def _drop_view(lake: Lake, state: _State, st: p.DropView) -> None:
-    from ducklake_cli.catalog import ddl
-
-    view = state.view(st.view, missing_ok=st.if_exists)
+def _drop_view(state: _State, st: p.DropView) -> None:
+    view = state.find_view(st.view) if st.if_exists else state.view(st.view)
     if view is not None:
         ddl.drop_view(state.tx, view)
 
 
-def _rename_view(lake: Lake, state: _State, st: p.RenameView) -> None:
-    from ducklake_cli.catalog import ddl
-
+def _rename_view(state: _State, st: p.RenameView) -> None:
     view = state.view(st.view)
-    assert view is not None
-    sch = state.schema(view.schema_name)
-    assert sch is not None
-    kind = state.taken(sch, st.new_name, but=view.view_id)
-    if kind is not None:
-        raise QueryError(f"cannot rename view {view.schema_name}.{view.name} to {st.new_name}: a {kind} of that "
-                         "name exists")
+    state.check_rename("view", view.schema_name, view.name, st.new_name, view.view_id)
     ddl.rename_view(state.tx, view, st.new_name)
 
 
 _HANDLERS: dict[type, Any] = {
     p.CreateSchema: _create_schema, p.DropSchema: _drop_schema, p.CreateTable: _create_table,
     p.DropTable: _drop_table, p.RenameTable: _rename_table, p.AddColumn: _add_column, p.AddColumns: _add_columns,
-    p.DropColumn: _drop_column,
-    p.RenameColumn: _rename_column, p.AlterColumnType: _alter_type, p.SetNotNull: _set_not_null,
-    p.SetDefault: _set_default, p.SetPartition: _set_partition, p.SetSort: _set_sort, p.Comment: _comment,
-    p.CreateView: _create_view, p.DropView: _drop_view, p.RenameView: _rename_view,
+    p.DropColumn: _drop_column, p.RenameColumn: _rename_column, p.AlterColumnType: _alter_type,
+    p.SetNotNull: _set_not_null, p.SetDefault: _set_default, p.SetPartition: _set_partition, p.SetSort: _set_sort,
+    p.Comment: _comment, p.CreateView: _create_view, p.DropView: _drop_view, p.RenameView: _rename_view,
 }

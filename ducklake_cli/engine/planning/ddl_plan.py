@@ -1,22 +1,25 @@
-"""DDL statements (Spark SQL spelling, DuckDB's where Spark has none) parsed into typed statements, with types,
-defaults, sort expressions and view bodies rendered as DuckDB records them. Spark-free: DDL never starts Spark."""
+"""DDL statements (Spark SQL spelling, DuckDB's where Spark has none) parsed into typed statements; their types,
+defaults, sort keys and view bodies are rendered by ddl_render. Spark-free: DDL never starts Spark."""
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
-import sqlglot
-from sqlglot import exp
-from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
 from ducklake_cli.catalog.partitions import PartitionRequest, parse_partition_by
-from ducklake_cli.catalog.types import DUCKDB_TYPES, decimal_parts
-from ducklake_cli.engine.planning.sql_rewrite import quiet_sqlglot, syntax_message
+from ducklake_cli.engine.planning.ddl_render import (
+    DefaultSpec,
+    SortSpec,
+    TypeSpec,
+    default_spec,
+    parse_type,
+    pending_default,
+    sort_spec,
+    tokens,
+    view_sql,
+)
 from ducklake_cli.errors import QueryError
 
 # ----- statements ------------------------------------------------------------------------------------------------
@@ -39,31 +42,6 @@ class Name:
 
 
 @dataclass(frozen=True)
-class TypeSpec:
-    """A DuckLake column type: a type name and, for struct/list/map, named children."""
-
-    name: str
-    fields: tuple[tuple[str, TypeSpec], ...] = ()
-
-    def text(self) -> str:
-        """`struct(a int32, b list(varchar))`, as `ColumnInfo.type_text` renders it."""
-        if self.name == "struct":
-            return "struct(" + ", ".join(f"{n} {t.text()}" for n, t in self.fields) + ")"
-        if self.fields:
-            return f"{self.name}(" + ", ".join(t.text() for _, t in self.fields) + ")"
-        return self.name
-
-
-@dataclass(frozen=True)
-class DefaultSpec:
-    """A column default as DuckDB records it: the text, what old rows read (`initial`), and literal/expression."""
-
-    value: str
-    initial: str | None
-    kind: str
-
-
-@dataclass(frozen=True)
 class ColumnSpec:
     """One column of CREATE TABLE or ADD COLUMN."""
 
@@ -72,16 +50,6 @@ class ColumnSpec:
     not_null: bool = False
     default: DefaultSpec | None = None
     comment: str | None = None
-
-
-@dataclass(frozen=True)
-class SortSpec:
-    """One SET SORTED BY key: DuckDB's expression text, `ASC|DESC`, `NULLS_FIRST|NULLS_LAST`, and its columns."""
-
-    expression: str
-    direction: str
-    null_order: str
-    columns: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -248,181 +216,6 @@ Statement = (CreateSchema | DropSchema | CreateTable | DropTable | RenameTable |
              | RenameColumn | AlterColumnType | SetNotNull | SetDefault | SetPartition | SetSort | Comment
              | CreateView | DropView | RenameView)
 
-# ----- DuckDB's renderings ---------------------------------------------------------------------------------------
-
-
-@functools.cache
-def _duck() -> Any:
-    import duckdb
-
-    return duckdb.connect(":memory:")
-
-
-def _duck_sql(select_sql: str, what: str) -> tuple[str, dict[str, Any]]:
-    """DuckDB's own text of a SELECT (its parser's rendering, as it records views and expressions) and its
-    serialized tree (to tell constants from expressions); nothing is bound or run."""
-    con = _duck()
-    try:
-        tree = con.execute("SELECT json_serialize_sql(?)", [select_sql]).fetchone()[0]
-        text = con.execute("SELECT json_deserialize_sql(?)", [tree]).fetchone()[0]
-    except Exception as exc:  # DuckDB parser errors: one line naming what was being read
-        raise QueryError(f"{what}: {str(exc).splitlines()[0]}") from None
-    parsed = json.loads(tree)
-    if parsed.get("error"):
-        raise QueryError(f"{what}: {parsed.get('error_message', 'not valid SQL')}")
-    return str(text), parsed
-
-
-def _to_duckdb(sql: str, what: str) -> str:
-    """Spark SQL text as DuckDB SQL (sqlglot); text with `"names"` and no backticks is read as DuckDB's (double
-    quotes name things in DuckDB and ANSI SQL, where Spark would read a string)."""
-    dialect = "duckdb" if '"' in sql and "`" not in sql else "spark"
-    try:
-        with quiet_sqlglot():
-            return str(sqlglot.transpile(sql, read=dialect, write="duckdb")[0])
-    except SqlglotError as exc:
-        raise QueryError(f"{what}: {syntax_message(exc)}") from None
-
-
-def duckdb_type(t: TypeSpec) -> str:
-    """The DuckDB spelling of a type (casts of defaults)."""
-    if t.name == "struct":
-        return "STRUCT(" + ", ".join(f'"{n}" {duckdb_type(c)}' for n, c in t.fields) + ")"
-    if t.name == "list":
-        return f"{duckdb_type(t.fields[0][1])}[]"
-    if t.name == "map":
-        return f"MAP({duckdb_type(t.fields[0][1])}, {duckdb_type(t.fields[1][1])})"
-    dec = decimal_parts(t.name)
-    return f"DECIMAL({dec[0]},{dec[1]})" if dec else DUCKDB_TYPES.get(t.name, t.name.upper())
-
-
-def default_spec(spark_sql: str, column_type: TypeSpec) -> DefaultSpec:
-    """A DEFAULT as DuckDB records it: a constant is a literal (its text, and old rows read it cast to the
-    column's type); anything else (typed literals, `true`, functions) is an expression, kept as DuckDB writes it."""
-    what = f"DEFAULT {spark_sql}"
-    cur = _Cursor(spark_sql)
-    if len(cur.toks) == 1 and cur.toks[0].token_type is TokenType.STRING and spark_sql.lstrip()[:1] == "'":
-        duck = "'" + cur.toks[0].text.replace("'", "''") + "'"  # `'it''s'`: one string, as in DuckDB
-    else:
-        duck = _to_duckdb(spark_sql, what)
-    text, tree = _duck_sql("SELECT " + duck, what)
-    node = tree["statements"][0]["node"]["select_list"][0]
-    if node.get("class") != "CONSTANT":
-        return DefaultSpec(text.removeprefix("SELECT "), None, "expression")
-    con = _duck()
-    body = text.removeprefix("SELECT ")
-    value = con.execute(f"SELECT CAST(({body}) AS VARCHAR)").fetchone()[0]
-    if value is None:
-        return DefaultSpec("NULL", None, "literal")
-    try:
-        initial = con.execute(f"SELECT CAST(CAST(({body}) AS {duckdb_type(column_type)}) AS VARCHAR)").fetchone()[0]
-    except Exception as exc:
-        raise QueryError(f"{what} is not a valid {column_type.text()}: {str(exc).splitlines()[0]}") from None
-    return DefaultSpec(str(value), initial, "literal")
-
-
-def view_sql(spark_sql: str, name: str) -> str:
-    """A view body (Spark SQL) as DuckDB records it in `ducklake_view.sql`."""
-    what = f"view {name}"
-    text, tree = _duck_sql(_to_duckdb(spark_sql, what), what)
-    if len(tree.get("statements", [])) != 1:
-        raise QueryError(f"{what}: the body must be one query")
-    return text
-
-
-def _sort_spec(spark_sql: str, direction: str, nulls: str | None) -> SortSpec:
-    what = f"SET SORTED BY {spark_sql}"
-    duck = _to_duckdb(spark_sql, what)
-    text, _ = _duck_sql("SELECT " + duck, what)
-    with quiet_sqlglot():
-        tree = sqlglot.parse_one(duck, read="duckdb")
-    cols = []
-    for col in tree.find_all(exp.Column):
-        if col.table:
-            raise QueryError(f"{what}: only unqualified columns can be sort keys (no struct fields or table "
-                             "prefixes)")
-        cols.append(col.name)
-    if not cols:
-        raise QueryError(f"{what}: a sort key must reference a column")
-    null_order = nulls or "NULLS_LAST"
-    return SortSpec(text.removeprefix("SELECT "), direction, null_order, tuple(cols))
-
-
-def expression_columns(duckdb_sql: str) -> set[str]:
-    """Lower-cased column names a stored (DuckDB) sort expression reads."""
-    try:
-        with quiet_sqlglot():
-            tree = sqlglot.parse_one(duckdb_sql, read="duckdb")
-    except SqlglotError:
-        return set()
-    return {c.name.lower() for c in tree.find_all(exp.Column)}
-
-
-# ----- types -----------------------------------------------------------------------------------------------------
-
-_T = exp.DataType.Type
-_SIMPLE: dict[Any, str] = {
-    _T.BOOLEAN: "boolean", _T.TINYINT: "int8", _T.SMALLINT: "int16", _T.INT: "int32", _T.BIGINT: "int64",
-    _T.UTINYINT: "uint8", _T.USMALLINT: "uint16", _T.UINT: "uint32", _T.UBIGINT: "uint64", _T.INT128: "int128",
-    _T.UINT128: "uint128", _T.FLOAT: "float32", _T.DOUBLE: "float64", _T.DATE: "date", _T.TIME: "time",
-    _T.TIMETZ: "timetz", _T.TIME_NS: "time_ns", _T.TIMESTAMPNTZ: "timestamp", _T.TIMESTAMP: "timestamp",
-    _T.TIMESTAMPTZ: "timestamptz", _T.TIMESTAMPLTZ: "timestamptz", _T.TIMESTAMP_S: "timestamp_s",
-    _T.TIMESTAMP_MS: "timestamp_ms", _T.TIMESTAMP_NS: "timestamp_ns", _T.INTERVAL: "interval",
-    _T.TEXT: "varchar", _T.VARCHAR: "varchar", _T.CHAR: "varchar", _T.NVARCHAR: "varchar", _T.NCHAR: "varchar",
-    _T.BINARY: "blob", _T.VARBINARY: "blob", _T.BLOB: "blob", _T.UUID: "uuid", _T.JSON: "json",
-}
-
-
-def parse_type(text: str) -> TypeSpec:
-    """A Spark type (`INT`, `STRING`, `DECIMAL(10,2)`, `ARRAY<…>`, `STRUCT<a: …>`, `MAP<…>`, `TIMESTAMP` = with
-    time zone, `TIMESTAMP_NTZ`), or DuckDB's spelling where Spark has none (`UINTEGER`, `INT[]`, `STRUCT(a …)`)."""
-    node = None
-    for dialect in ("spark", "duckdb"):
-        try:
-            with quiet_sqlglot():
-                node = exp.DataType.build(text, dialect=dialect)
-            if node.this is not _T.USERDEFINED:
-                break
-        except (SqlglotError, ValueError):
-            continue
-    if node is None:
-        raise QueryError(f"unknown type {text.strip()!r}")
-    return _type_of(node, text)
-
-
-def _type_of(node: exp.DataType, text: str) -> TypeSpec:
-    t = node.this
-    kids = list(node.expressions)
-    if t in (_T.STRUCT, _T.OBJECT):
-        fields = []
-        for k in kids:
-            if not isinstance(k, exp.ColumnDef) or not isinstance(k.args.get("kind"), exp.DataType):
-                raise QueryError(f"type {text.strip()!r}: struct fields need a name and a type")
-            fields.append((k.name, _type_of(k.args["kind"], text)))
-        if not fields:
-            raise QueryError(f"type {text.strip()!r}: a struct needs at least one field")
-        return TypeSpec("struct", tuple(fields))
-    if t in (_T.ARRAY, _T.LIST):
-        if len(kids) != 1 or not isinstance(kids[0], exp.DataType):
-            raise QueryError(f"type {text.strip()!r}: an array needs one element type")
-        return TypeSpec("list", (("element", _type_of(kids[0], text)),))
-    if t is _T.MAP:
-        if len(kids) != 2 or not all(isinstance(k, exp.DataType) for k in kids):
-            raise QueryError(f"type {text.strip()!r}: a map needs a key and a value type")
-        return TypeSpec("map", (("key", _type_of(kids[0], text)), ("value", _type_of(kids[1], text))))
-    if t is _T.DECIMAL:
-        params = [int(p.name) for p in kids]
-        if len(params) != 2:
-            raise QueryError(f"type {text.strip()!r}: give DECIMAL(precision, scale) (Spark and DuckDB default "
-                             "them differently)")
-        if not 1 <= params[0] <= 38 or not 0 <= params[1] <= params[0]:
-            raise QueryError(f"type {text.strip()!r}: precision must be 1-38 and scale 0-precision")
-        return TypeSpec(f"decimal({params[0]},{params[1]})")
-    if t in _SIMPLE:
-        return TypeSpec(_SIMPLE[t])
-    raise QueryError(f"type {text.strip()!r} is not a DuckLake type")
-
-
 # ----- the parser ------------------------------------------------------------------------------------------------
 
 _NAME_TOKENS = frozenset({TokenType.VAR, TokenType.IDENTIFIER, TokenType.STRING})
@@ -432,24 +225,8 @@ class _Cursor:
     """Tokens of one statement (Spark's tokenizer) with the original text for slices."""
 
     def __init__(self, sql: str) -> None:
-        from sqlglot.dialects.spark import Spark
-
         self.sql = sql
-        try:
-            with quiet_sqlglot():
-                raw = Spark().tokenize(sql)
-        except SqlglotError as exc:
-            raise QueryError(syntax_message(exc)) from None
-        self.toks: list[Token] = []
-        for tok in raw:  # `'it''s'` is two Spark strings; DuckDB's (and SQL's) doubling means one quote
-            prev = self.toks[-1] if self.toks else None
-            if prev is not None and tok.token_type is TokenType.STRING and prev.token_type is TokenType.STRING \
-                    and tok.start == prev.end + 1 and sql[prev.start] == "'" == sql[tok.start]:
-                self.toks[-1] = Token(TokenType.STRING, prev.text + "'" + tok.text, prev.line, prev.col,
-                                      prev.start, tok.end)
-                continue
-            if tok.token_type is not TokenType.SEMICOLON:
-                self.toks.append(tok)
+        self.toks = [t for t in tokens(sql) if t.token_type is not TokenType.SEMICOLON]
         self.i = 0
 
     def _words(self, j: int) -> list[str]:
@@ -745,20 +522,10 @@ def _alter_column(cur: _Cursor, table: Name, path: tuple[str, ...]) -> Statement
     if cur.accept("DROP", "DEFAULT"):
         return SetDefault(table, path, None)
     if cur.accept("SET", "DEFAULT"):
-        return SetDefault(table, path, _default_for_alter(cur.rest()))
+        return SetDefault(table, path, pending_default(cur.rest()))
     if cur.accept("COMMENT"):
         return Comment("column", table, path, cur.string_or_null())
     raise QueryError(f"ALTER COLUMN {'.'.join(path)}: unsupported change {cur.peek() or 'nothing'}")
-
-
-def _default_for_alter(text: str) -> DefaultSpec:
-    """SET DEFAULT before the column's type is known: resolved against it by the op (`typed_default`)."""
-    return DefaultSpec(text, None, "pending")
-
-
-def typed_default(spec: DefaultSpec, column_type: TypeSpec) -> DefaultSpec:
-    """A SET DEFAULT's text rendered for the column's type."""
-    return default_spec(spec.value, column_type) if spec.kind == "pending" else spec
 
 
 def _sort_item(item: str) -> SortSpec:
@@ -772,7 +539,7 @@ def _sort_item(item: str) -> SortSpec:
     elif cur.accept("NULLS", "LAST"):
         nulls = "NULLS_LAST"
     cur.done()
-    return _sort_spec(body, direction, nulls)
+    return sort_spec(body, direction, nulls)
 
 
 def _comment(cur: _Cursor) -> Statement:
@@ -794,17 +561,10 @@ def _comment(cur: _Cursor) -> Statement:
 
 def split_ddl_script(text: str) -> list[str]:
     """A script's statements as written (split on top-level semicolons; empty ones dropped)."""
-    from sqlglot.dialects.spark import Spark
-
-    try:
-        with quiet_sqlglot():
-            toks = Spark().tokenize(text)
-    except SqlglotError as exc:
-        raise QueryError(syntax_message(exc)) from None
     out: list[str] = []
     first: Token | None = None
     last: Token | None = None
-    for tok in [*toks, None]:
+    for tok in [*tokens(text), None]:
         if tok is None or tok.token_type is TokenType.SEMICOLON:
             if first is not None and last is not None:  # from the first token: leading comments dropped
                 out.append(text[first.start:last.end + 1])

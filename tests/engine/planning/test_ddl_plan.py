@@ -7,6 +7,7 @@ import pytest
 
 from ducklake_cli.catalog.partitions import PartitionRequest
 from ducklake_cli.engine.planning import ddl_plan as p
+from ducklake_cli.engine.planning import ddl_render as r
 from ducklake_cli.errors import QueryError
 
 
@@ -22,14 +23,14 @@ from ducklake_cli.errors import QueryError
 ])
 def test_types(text: str, want: str) -> None:
     """Spark TIMESTAMP is an instant (timestamptz), as engine/spark_types reads timestamptz back."""
-    assert p.parse_type(text).text() == want
+    assert r.parse_type(text).text() == want
 
 
 @pytest.mark.parametrize("text", ["DECIMAL", "NOPE", "STRUCT<>", "DECIMAL(50,2)"])
 def test_bad_types(text: str) -> None:
     """Bare DECIMAL is refused: Spark and DuckDB give it different precision."""
     with pytest.raises(QueryError):
-        p.parse_type(text)
+        r.parse_type(text)
 
 
 @pytest.mark.parametrize(("sql", "typ", "want"), [
@@ -43,7 +44,7 @@ def test_bad_types(text: str) -> None:
 ])
 def test_defaults(sql: str, typ: str, want: tuple[str, str | None, str]) -> None:
     """Constants are literals with the value cast for old rows; anything else an expression (DuckDB's rule)."""
-    got = p.default_spec(sql, p.TypeSpec(typ))
+    got = r.default_spec(sql, r.TypeSpec(typ))
     assert (got.value, got.initial, got.kind) == want
 
 
@@ -58,7 +59,7 @@ def test_statements() -> None:
     assert p.parse_ddl("DROP SCHEMA IF EXISTS s CASCADE") == p.DropSchema("s", True, True)
     assert p.parse_ddl("ALTER TABLE t RENAME COLUMN s.x TO y") == p.RenameColumn(p.Name(None, "t"), ("s", "x"), "y")
     assert p.parse_ddl("ALTER TABLE t ALTER COLUMN s.x TYPE BIGINT") == \
-        p.AlterColumnType(p.Name(None, "t"), ("s", "x"), p.TypeSpec("int64"))
+        p.AlterColumnType(p.Name(None, "t"), ("s", "x"), r.TypeSpec("int64"))
     assert p.parse_ddl("ALTER TABLE t RESET PARTITIONED BY") == p.SetPartition(p.Name(None, "t"), ())
     assert p.parse_ddl("ALTER TABLE t RESET SORTED BY") == p.SetSort(p.Name(None, "t"), ())
     sort = p.parse_ddl("ALTER TABLE t SET SORTED BY (a + 1 DESC NULLS FIRST, `B b`)")
