@@ -46,8 +46,8 @@ def query(
                                                             "Spark's plan, instead of running the query.")] = False,
     file: Annotated[Path | None, typer.Option("--file", help="Run the change statements of a SQL script, in order, "
                                                              "as one transaction: one snapshot, or nothing (a DDL "
-                                                             "script: one snapshot per statement, stopping at the "
-                                                             "first that fails).",
+                                                             "script, without BEGIN/COMMIT: one snapshot per "
+                                                             "statement, stopping at the first that fails).",
                                               show_default=False)] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="For changes: count the rows they would delete, update "
                                                             "and insert, and commit nothing.")] = False,
@@ -103,6 +103,10 @@ def query(
     if text is not None:
         parts = split_ddl_script(text)
         if any(is_ddl(part) for part in parts):
+            if any(_is_transaction_control(part) for part in parts):
+                raise UsageError("BEGIN … COMMIT around DDL is not supported: each DDL statement commits its own "
+                                 "snapshot", hint="remove BEGIN/COMMIT to run them one after another, stopping at "
+                                 "the first that fails")
             if not all(is_ddl(part) for part in parts):
                 raise UsageError("a script holds either DDL or data changes, not both; run them as two scripts")
             ddl = parts
@@ -139,6 +143,12 @@ def query(
         if result.truncated and not machine:
             notice(f"showing first {len(result.rows):,} of {result.row_count:,} rows; "
                     "use --format csv|json or --output FILE for all")
+
+
+def _is_transaction_control(sql: str) -> bool:
+    """BEGIN, START TRANSACTION, COMMIT, END, ROLLBACK or ABORT."""
+    words = sql.split(None, 1)
+    return bool(words) and words[0].upper() in ("BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT")
 
 
 def _ddl(catalog: str | None, statements: list[str], *, snapshot: int | None, as_of: str | None,

@@ -161,15 +161,22 @@ def test_ddl_script_and_json(lake: tuple[Path, Path], tmp_path: Path, capsys: py
         con.close()
 
 
-def test_mixed_script_refused(lake: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """DDL and data changes do not share a script."""
+@pytest.mark.parametrize(("text", "needle"), [
+    ("CREATE SCHEMA x; DELETE FROM s.t WHERE a = 1;", "not both"),
+    ("BEGIN;\nCREATE SCHEMA x;\nCREATE TABLE x.u (a INT);\nCOMMIT;\n", "BEGIN … COMMIT"),
+    ("START TRANSACTION; CREATE SCHEMA x; END;", "BEGIN … COMMIT"),
+], ids=["mixed", "begin-commit", "start-end"])
+def test_script_refused(text: str, needle: str, lake: tuple[Path, Path], tmp_path: Path,
+                        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """DDL and data changes do not share a script; a DDL script is no transaction (DuckDB would commit BEGIN …
+    COMMIT as one snapshot, ours commits one per statement), so BEGIN/COMMIT is refused, not ignored."""
     catalog, _ = lake
-    script = tmp_path / "mixed.sql"
-    script.write_text("CREATE SCHEMA x; DELETE FROM s.t WHERE a = 1;", encoding="utf-8")
+    script = tmp_path / "refused.sql"
+    script.write_text(text, encoding="utf-8")
     before = hashlib.sha256(catalog.read_bytes()).hexdigest()
     code, _, err = _query(capsys, monkeypatch, catalog, "--file", str(script))
-    assert code == 2 and "not both" in err, err
+    assert code == 2 and needle in err, err
+    assert len(err.strip().splitlines()) == 1, err
     assert hashlib.sha256(catalog.read_bytes()).hexdigest() == before
 
 
