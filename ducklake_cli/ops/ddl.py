@@ -111,27 +111,25 @@ class _State:
             raise NotFoundError(f"schema {name} does not exist")
         return found
 
+    def _entry(self, items: Sequence[Any], name: p.Name, kind: str, *, missing_ok: bool) -> Any:
+        """The table or view `name` among `items` (None when missing and `missing_ok`)."""
+        sch = self.find_schema(name.schema_name) if missing_ok else self.schema(name.schema_name)
+        found = None if sch is None else _pick([i for i in items if i.schema_id == sch.schema_id], name.name)
+        if found is None and not missing_ok:
+            raise NotFoundError(f"{kind} {name} does not exist")
+        return found
+
     def find_table(self, name: p.Name) -> TableInfo | None:
-        sch = self.find_schema(name.schema_name)
-        return None if sch is None else _pick([t for t in self.tables if t.schema_id == sch.schema_id], name.name)
+        return self._entry(self.tables, name, "table", missing_ok=True)
 
     def table(self, name: p.Name) -> TableInfo:
-        self.schema(name.schema_name)
-        found = self.find_table(name)
-        if found is None:
-            raise NotFoundError(f"table {name} does not exist")
-        return found
+        return self._entry(self.tables, name, "table", missing_ok=False)
 
     def find_view(self, name: p.Name) -> ViewInfo | None:
-        sch = self.find_schema(name.schema_name)
-        return None if sch is None else _pick([v for v in self.views if v.schema_id == sch.schema_id], name.name)
+        return self._entry(self.views, name, "view", missing_ok=True)
 
     def view(self, name: p.Name) -> ViewInfo:
-        self.schema(name.schema_name)
-        found = self.find_view(name)
-        if found is None:
-            raise NotFoundError(f"view {name} does not exist")
-        return found
+        return self._entry(self.views, name, "view", missing_ok=False)
 
     def column(self, name: p.Name, path: Sequence[str]) -> tuple[TableInfo, ColumnInfo]:
         """The table and its column (or nested field) at `path`."""
