@@ -140,7 +140,8 @@ def merge_parts(df: DataFrame, actions: Sequence[str], matched: Sequence[int]) -
 
 
 def insert_frame(df: DataFrame, columns: Sequence[ColumnInfo], named: Sequence[str], table: str) -> DataFrame:
-    """An INSERT's rows as the table's columns: by the statement's column list (others NULL), else by position."""
+    """An INSERT's rows as the table's columns: by the statement's column list (others get their DEFAULT, as in
+    DuckDB), else by position."""
     from pyspark.sql import functions as F
 
     if named:
@@ -152,30 +153,41 @@ def insert_frame(df: DataFrame, columns: Sequence[ColumnInfo], named: Sequence[s
             raise QueryError(f"INSERT names {len(named)} columns but the query gives {len(df.columns)}")
         given = {c.lower(): df.columns[i] for i, c in enumerate(named)}
         return df.select(*[F.col(f"`{given[c.name.lower()]}`").alias(c.name) if c.name.lower() in given
-                           else column_default(c).alias(c.name) for c in columns])
+                           else _default(df, c).alias(c.name) for c in columns])
     if len(df.columns) != len(columns):
         raise QueryError(f"table {table} has {len(columns)} columns but the query gives {len(df.columns)}",
                          hint="name the columns: INSERT INTO t (a, b) SELECT …")
     return df.toDF(*[c.name for c in columns])
 
 
-def column_default(col: ColumnInfo) -> Column:
-    """The value an INSERT gives a column it does not name: the column's DEFAULT (a literal, or an expression
-    Spark also knows, such as `now()`), else NULL."""
+def merge_insert_defaults(df: DataFrame, columns: Sequence[ColumnInfo], unnamed: Sequence[Sequence[str]]) -> DataFrame:
+    """A MERGE's inserted rows with the columns their INSERT clause does not name (`unnamed[i]` for clause i,
+    by `ACTION`) given their DEFAULT, as DuckDB gives them (the generated SELECT left them NULL)."""
+    from pyspark.sql import functions as F
+
+    from ducklake_cli.engine.planning.dml_plan import ACTION
+
+    out = []
+    for c in columns:
+        clauses = [i for i, names in enumerate(unnamed) if c.name.lower() in {n.lower() for n in names}]
+        value = F.col(f"`{c.name}`")
+        if clauses:
+            default = _default(df, c)
+            value = F.when(F.col(ACTION).isin(clauses), default).otherwise(value)
+        out.append(value.alias(c.name))
+    return df.select(*out, *[F.col(k) for k in df.columns if k.lower() not in {c.name.lower() for c in columns}])
+
+
+def _default(df: DataFrame, col: ColumnInfo) -> Column:
     from pyspark.sql import functions as F
 
     from ducklake_cli.engine.spark_types import spark_type
+    from ducklake_cli.engine.writer import column_default
 
-    text = col.default_value
-    if text is None or text.upper() == "NULL":
-        return F.lit(None).cast(spark_type(col))
-    if col.default_value_type == "expression":
-        try:
-            return F.expr(text).cast(spark_type(col))
-        except Exception as exc:  # Spark raises its own parse error type
-            raise QueryError(f"column {col.name} has DEFAULT {text}, which Spark cannot compute",
-                             hint="name the column in the INSERT") from exc
-    return F.lit(text).cast(spark_type(col))
+    got = column_default(df, col, QueryError(
+        f"column {col.name} has DEFAULT {col.default_value}, which Spark cannot compute",
+        hint="give the column a value in the INSERT"))
+    return got if got is not None else F.lit(None).cast(spark_type(col))
 
 
 def pending_frame(parts: Sequence[tuple[DataFrame, bool]], columns: Sequence[ColumnInfo]) -> DataFrame | None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.engine.planning.dml_plan import (
     TARGET_VIEW,
+    MergeClause,
     Statement,
     delete_select,
     merge_select,
@@ -200,6 +201,9 @@ class _Change:
             state.new_rows.append(_NewRows("insert", dml.conform_values(rows, columns), index))
             return
         names = [c.name for c in columns]
+        unnamed: list[list[str]] = []
+        if st.kind == "merge":
+            st, unnamed = _merge_defaults(st, names)
         sql = {"delete": lambda: delete_select(st, view), "update": lambda: update_select(st, names, view),
                "merge": lambda: merge_select(st, names, view)}[st.kind]()
         df = self.select(sql, view)
@@ -222,6 +226,8 @@ class _Change:
             if any(c.action == "update" for c in st.clauses):
                 state.new_rows.append(_NewRows("update", dml.conform_values(updates, columns, keep=[ROW_ID]), index))
             if any(c.action == "insert" for c in st.clauses):
+                if any(unnamed) and any(c.default_value not in (None, "NULL") for c in columns):
+                    inserts = dml.merge_insert_defaults(inserts, columns, unnamed)
                 state.new_rows.append(_NewRows("merge_insert", dml.conform_values(inserts, columns), index))
 
     # ----- dry run ----------------------------------------------------------------------------------------------
@@ -256,7 +262,15 @@ class _Change:
     def _write_rows(self, state: _TableState, written: _Written) -> None:
         from ducklake_cli.catalog.inlined import encode_inlined
         from ducklake_cli.engine.parquet_files import data_stats
-        from ducklake_cli.engine.writer import leaves, partition_keys, read_back, read_row_ids, write_files
+        from ducklake_cli.engine.writer import (
+            leaves,
+            partition_keys,
+            read_back,
+            read_row_ids,
+            sort_on_insert,
+            sort_orders,
+            write_files,
+        )
         from ducklake_cli.ops.tables import file_spec
 
         t = state.table
@@ -265,7 +279,11 @@ class _Change:
             spec = file_spec(self.lake, self.meta, table_dir=state.table_dir, columns=t.columns,
                              keys=partition_keys(t.columns, part), table_id=t.table_id,
                              schema_id=state.schema.schema_id, row_ids=n.kind == "update")
-            files = write_files(n.frame, spec)
+            # DuckDB sorts an INSERT by the table's sort keys, but not an UPDATE's or a MERGE's new rows.
+            sorted_insert = n.kind == "insert" and bool(t.sort_keys) and sort_on_insert(self.meta.option(
+                "sort_on_insert", table_id=t.table_id, schema_id=state.schema.schema_id))
+            sort = sort_orders(n.frame, t.columns, t.sort_keys, t.qualified_name) if sorted_insert else []
+            files = write_files(n.frame, spec, sort=sort)
             written.files.append((n.kind, files))
             rows = sum(f.record_count for f in files)
             if n.kind == "merge_insert" or not 0 < rows <= state.limit:
@@ -411,6 +429,27 @@ def _remove_paths(lake: Lake, paths: Sequence[str]) -> None:
     for path in paths:
         with contextlib.suppress(OSError):  # what stays is left for `maintain orphans`
             filesystem(path, lake.storage_options).rm(path)
+
+
+def _merge_defaults(st: Statement, names: Sequence[str]) -> tuple[Statement, list[list[str]]]:
+    """A MERGE whose INSERT values `DEFAULT` are left out, and per clause the columns its INSERT does not name
+    (they get their DEFAULT, as in DuckDB)."""
+    from dataclasses import replace
+
+    clauses: list[MergeClause] = []
+    unnamed: list[list[str]] = []
+    for c in st.clauses:
+        if c.action != "insert" or c.star or (c.assignments and not c.assignments[0][0]
+                                             and len(c.assignments) != len(names)):
+            clauses.append(c)  # a wrong count is refused by merge_select, naming it
+            unnamed.append([])
+            continue
+        given = [(k or names[i], v) for i, (k, v) in enumerate(c.assignments)]
+        kept = tuple((k, v) for k, v in given if v.strip().upper() != "DEFAULT")
+        clauses.append(replace(c, assignments=kept))
+        named = {k.lower() for k, _ in kept}
+        unnamed.append([n for n in names if n.lower() not in named])
+    return replace(st, clauses=tuple(clauses)), unnamed
 
 
 def parse_script(statements: Sequence[str]) -> list[Statement]:
