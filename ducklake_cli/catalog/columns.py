@@ -98,12 +98,15 @@ def next_column_id(tx: Transaction, table_id: int) -> int:
     return int(top or 0) + 1
 
 
-def table_altered(tx: Transaction, table: TableInfo, *, versioned: bool = True, new_inlined: bool = True) -> None:
-    """Record that `table`'s definition changed in this snapshot: the schema version moves, `altered_table`, and
-    (once per table, however many changes) a `ducklake_schema_versions` row and an inlined-data table with the
-    current columns (re-made when a later change in the same snapshot alters the columns again)."""
+def table_altered(tx: Transaction, table: TableInfo, *, versioned: bool = True, new_inlined: bool = True,
+                  altered: bool = True) -> None:
+    """Record that `table`'s definition changed in this snapshot: the schema version moves, `altered_table` (not
+    for a rename, which DuckDB records as `created_table` only), and (once per table, however many changes) a
+    `ducklake_schema_versions` row and an inlined-data table with the current columns (re-made when a later change
+    in the same snapshot alters the columns again)."""
     tx.schema_changed = True
-    tx.change("altered_table", table.table_id)
+    if altered:
+        tx.change("altered_table", table.table_id)
     if versioned and table.table_id not in tx.versioned_tables:
         tx.versioned_tables.add(table.table_id)
         tx.insert(s.schema_versions_t, [{"begin_snapshot": tx.snapshot_id, "schema_version": tx.schema_version,

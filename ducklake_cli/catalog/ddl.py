@@ -19,7 +19,6 @@ from ducklake_cli.catalog.columns import table_altered
 from ducklake_cli.catalog.models import PartitionField, PartitionSpec, SchemaInfo, SortKey, TableInfo, ViewInfo
 from ducklake_cli.catalog.paths import uuid7
 from ducklake_cli.catalog.transaction import Transaction
-from ducklake_cli.catalog.writes import create_inlined_table
 
 if TYPE_CHECKING:
     from sqlalchemy import Table
@@ -52,17 +51,6 @@ def drop_table(tx: Transaction, table: TableInfo) -> None:
     tx.change("dropped_table", tid)
 
 
-def _versioned(tx: Transaction, table: TableInfo, *, inline: bool) -> None:
-    """A new definition of the table without `altered_table` (a rename): its schema-versions row (once per
-    snapshot) and inlined table; `columns.table_altered` does the same for changes DuckDB records as altered."""
-    if table.table_id not in tx.versioned_tables:
-        tx.versioned_tables.add(table.table_id)
-        tx.insert(s.schema_versions_t, [{"begin_snapshot": tx.snapshot_id, "schema_version": tx.schema_version,
-                                         "table_id": table.table_id}])
-    if inline:
-        tx.inlined_made[table.table_id] = create_inlined_table(tx, table).table_name
-
-
 def rename_table(tx: Transaction, table: TableInfo, new_name: str, *, inline: bool) -> TableInfo:
     """A new row for the table under its new name (same id, uuid and directory): DuckDB records it as
     `created_table` of the new name, with a new schema version of the table."""
@@ -72,7 +60,7 @@ def rename_table(tx: Transaction, table: TableInfo, new_name: str, *, inline: bo
                            "table_name": new_name, "path": table.path, "path_is_relative": table.path_is_relative}])
     tx.schema_changed = True
     renamed = replace(table, name=new_name)
-    _versioned(tx, renamed, inline=inline)
+    table_altered(tx, renamed, new_inlined=inline, altered=False)
     tx.change("created_table", quote_name(table.schema_name, new_name))
     return renamed
 
