@@ -246,12 +246,11 @@ class LakeMetadata:
     options: tuple[OptionValue, ...] = ()
 
     def option(self, key: str, *, table_id: int | None = None, schema_id: int | None = None) -> str | None:
-        """Option lookup in DuckDB's order: table scope, schema scope, global."""
-        by_scope = {(o.scope, o.scope_id): o.value for o in self.options if o.key == key}
-        for scope, sid in (("table", table_id), ("schema", schema_id)):
-            if sid is not None and (scope, sid) in by_scope:
-                return by_scope[(scope, sid)]
-        return by_scope.get((None, None))
+        """The stored option value in DuckDB's order (table scope, schema scope, global), no default: prefer
+        `catalog.options.value`/`flag`/`uint`, which add the defaults and read values as DuckDB does."""
+        from ducklake_cli.catalog.options import stored
+
+        return stored(self, key, table_id=table_id, schema_id=schema_id)
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from sqlalchemy import and_, delete, insert, select, update
 
@@ -16,8 +16,6 @@ from ducklake_cli.errors import DuckLakeError, NotFoundError
 
 if TYPE_CHECKING:
     from sqlalchemy import ColumnElement, Connection
-
-    from ducklake_cli.catalog.models import LakeMetadata
 
 GLOBAL, SCHEMA, TABLE = None, "schema", "table"  # the `scope` column's values
 FIXED_KEYS = ("version", "created_by", "data_path", "encrypted")  # written at creation, never by set_option
@@ -189,6 +187,28 @@ def check_scope(opt: OptionSpec, scope: str | None) -> None:
 # ----- reading --------------------------------------------------------------------------------------------
 
 
+class StoredRow(Protocol):
+    """A `ducklake_metadata` row (models.OptionValue; a protocol, since models delegates its lookup here)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> str: ...
+    @property
+    def scope(self) -> str | None: ...
+    @property
+    def scope_id(self) -> int | None: ...
+
+
+class HasOptions(Protocol):
+    """What option lookups need of models.LakeMetadata."""
+
+    @property
+    def options(self) -> Sequence[StoredRow]: ...
+    @property
+    def encrypted(self) -> bool: ...
+
+
 @dataclass(frozen=True)
 class Effective:
     """An option's value for one place, and where it came from (table, schema, global or default)."""
@@ -198,15 +218,31 @@ class Effective:
     source: str  # "table", "schema", "global" or "default"
 
 
-def effective(meta: LakeMetadata, key: str, *, table_id: int | None = None,
-              schema_id: int | None = None) -> Effective:
-    """The option in DuckDB's lookup order: table scope, schema scope, global, then the built-in default."""
+def _lookup(meta: HasOptions, key: str, table_id: int | None, schema_id: int | None) -> Effective | None:
     by_scope = {(o.scope, o.scope_id): o.value for o in meta.options if o.key == key}
+    if key in OPTIONS and OPTIONS[key].global_only:
+        table_id = schema_id = None  # DuckDB reads these lake-wide, ignoring rows 1.5.5 let set_option scope
     for scope, sid in ((TABLE, table_id), (SCHEMA, schema_id)):
         if sid is not None and (scope, sid) in by_scope:
             return Effective(key, by_scope[(scope, sid)], scope or "global")
     if (GLOBAL, None) in by_scope:
         return Effective(key, by_scope[(GLOBAL, None)], "global")
+    return None
+
+
+def stored(meta: HasOptions, key: str, *, table_id: int | None = None, schema_id: int | None = None) -> str | None:
+    """The stored value of `key` in DuckDB's lookup order (table, schema, global; lake-wide options only global),
+    None when no row holds it."""
+    found = _lookup(meta, key, table_id, schema_id)
+    return found.value if found else None
+
+
+def effective(meta: HasOptions, key: str, *, table_id: int | None = None,
+              schema_id: int | None = None) -> Effective:
+    """The option in DuckDB's lookup order: table scope, schema scope, global, then the built-in default."""
+    found = _lookup(meta, key, table_id, schema_id)
+    if found is not None:
+        return found
     opt = OPTIONS.get(key)
     default = opt.default if opt else None
     if key == "hive_file_pattern" and meta.encrypted:
@@ -214,14 +250,73 @@ def effective(meta: LakeMetadata, key: str, *, table_id: int | None = None,
     return Effective(key, default, "default")
 
 
-def value(meta: LakeMetadata, key: str, *, table_id: int | None = None, schema_id: int | None = None) -> str | None:
+def value(meta: HasOptions, key: str, *, table_id: int | None = None, schema_id: int | None = None) -> str | None:
     """The effective value of `key` (default included), or None when it has none."""
     return effective(meta, key, table_id=table_id, schema_id=schema_id).value
 
 
-def flag(meta: LakeMetadata, key: str, *, table_id: int | None = None, schema_id: int | None = None) -> bool:
-    """A boolean option's effective value."""
-    return parse_bool(value(meta, key, table_id=table_id, schema_id=schema_id) or "") is True
+def is_true(key: str, text: str | None) -> bool:
+    """A boolean option's stored text (None: not set, so its default) as DuckDB reads it: only `true` is true
+    (DuckDB compares the text; `set_option` stores `true`/`false`, so `TRUE` or `1` written by hand read false)."""
+    return (text if text is not None else OPTIONS[key].default) == "true"
+
+
+def flag(meta: HasOptions, key: str, *, table_id: int | None = None, schema_id: int | None = None) -> bool:
+    """A boolean option's effective value, as DuckDB reads it (see `is_true`)."""
+    return is_true(key, value(meta, key, table_id=table_id, schema_id=schema_id))
+
+
+_CAST_DECIMAL = re.compile(r"^(?:\d+(?:_\d+)*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
+
+
+def parse_uint(text: str) -> int:
+    """DuckDB's VARCHAR → UBIGINT cast, which is how it reads integer options: spaces and `+` allowed, `1_000`,
+    `1e2`, `20.5` (→ 21, half away from zero), `0x10`, `0b11`; ValueError for anything else or out of range."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    body = text.strip()
+    negative = body.startswith("-")
+    body = body[1:] if body[:1] in "+-" else body
+    if body[:2].lower() in ("0x", "0b") and len(body) > 2:
+        number = int(body[2:], 16 if body[1] in "xX" else 2)
+    elif _CAST_DECIMAL.match(body):
+        number = int(Decimal(body.replace("_", "")).to_integral_value(ROUND_HALF_UP))
+    else:
+        raise ValueError(text)
+    if (negative and number) or number > _UINT64_MAX:
+        raise ValueError(text)
+    return number
+
+
+def uint(meta: HasOptions, key: str, *, table_id: int | None = None, schema_id: int | None = None) -> int | None:
+    """An integer option's effective value (sizes are stored in bytes), read as DuckDB reads it; a stored text
+    DuckDB cannot cast (`1GiB`, ``) is refused as DuckDB refuses it. None when it has no value."""
+    found = effective(meta, key, table_id=table_id, schema_id=schema_id)
+    if found.value is None:
+        return None
+    try:
+        return parse_uint(found.value)
+    except ValueError:
+        raise DuckLakeError(
+            f"catalog option {key} = {found.value!r} ({found.source} scope) is not a whole number, so DuckDB cannot "
+            "read it either", hint=f"set it again with `ducklake options --set {key}=...` (sizes may be 512MB)",
+        ) from None
+
+
+def text(meta: HasOptions, key: str, *, table_id: int | None = None, schema_id: int | None = None) -> str:
+    """The effective value of an option that has a default."""
+    found = value(meta, key, table_id=table_id, schema_id=schema_id)
+    if found is None:
+        raise KeyError(f"option {key} has no default")
+    return found
+
+
+def count(meta: HasOptions, key: str, *, table_id: int | None = None, schema_id: int | None = None) -> int:
+    """`uint` of an option that has a default."""
+    found = uint(meta, key, table_id=table_id, schema_id=schema_id)
+    if found is None:
+        raise KeyError(f"option {key} has no default")
+    return found
 
 
 # ----- writing (no snapshot: DuckDB's set_option writes these rows outside snapshots) -----------------------

@@ -267,8 +267,11 @@ def sort_orders(df: DataFrame, columns: Sequence[ColumnInfo], keys: Sequence[Sor
 
 
 def sort_on_insert(option: str | None) -> bool:
-    """Whether inserts sort by the table's sort keys (option `sort_on_insert`, default true)."""
-    return (option or "true").strip().lower() not in ("false", "0", "off", "no")
+    """Whether inserts sort by the table's sort keys, given the stored `sort_on_insert` (None: not set); callers
+    holding the metadata use `catalog.options.flag` instead."""
+    from ducklake_cli.catalog.options import is_true
+
+    return is_true("sort_on_insert", option)
 
 
 def sort_arrow(table: pa.Table, keys: Sequence[SortKey], what: str) -> pa.Table:

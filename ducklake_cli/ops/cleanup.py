@@ -11,14 +11,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ducklake_cli.catalog import maintenance as m
+from ducklake_cli.catalog import options
 from ducklake_cli.catalog.maintenance import file_location, table_dirs
-from ducklake_cli.ops.maintenance import DEFAULT_DELETE_AGE, FileAction, MaintenanceReport, Plan, option_threshold
+from ducklake_cli.ops.maintenance import FileAction, MaintenanceReport, Plan, option_threshold
 from ducklake_cli.storage.files import ensure_dir
 from ducklake_cli.storage.listing import delete_files, file_sizes, list_files, path_key, unsafe_reason
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
+    from ducklake_cli.catalog.models import LakeMetadata
     from ducklake_cli.lake import Lake
 
 # DuckDB 1.5.5 only ever deletes `.parquet` orphans; Puffin deletion vectors are DuckLake files too (COMPATIBILITY.md).
@@ -33,14 +35,14 @@ class Age:
     source: str
 
 
-def resolve_age(lake_option: str | None, *, older_than: dt.datetime | None, all_files: bool,
+def resolve_age(meta: LakeMetadata, *, older_than: dt.datetime | None, all_files: bool,
                 now: dt.datetime) -> Age:
     """`--all`, else `--older-than`, else option `delete_older_than`, else 2 days (DuckDB's defaults)."""
     if all_files:
         return Age(None, "--all")
     if older_than is not None:
         return Age(older_than, f"older than {older_than.isoformat()}")
-    before, source = option_threshold(lake_option, now=now, key="delete_older_than", default=DEFAULT_DELETE_AGE)
+    before, source = option_threshold(options.effective(meta, "delete_older_than"), now=now)
     return Age(before, f"older than {before.isoformat() if before else '?'} ({source})")
 
 
@@ -108,7 +110,7 @@ def plan_cleanup(lake: Lake, *, older_than: dt.datetime | None = None, all_files
     with lake.reader() as r:
         meta = r.metadata()
         data_path = r.data_path
-        age = resolve_age(meta.option("delete_older_than"), older_than=older_than, all_files=all_files, now=when)
+        age = resolve_age(meta, older_than=older_than, all_files=all_files, now=when)
         rows = m.scheduled_files(r.conn, lake.backend)
         known = referenced_paths(r.conn, data_path) if rows else set()
     candidates: list[tuple[int, str]] = []
@@ -175,7 +177,7 @@ def plan_orphans(lake: Lake, *, older_than: dt.datetime | None = None, all_files
     with lake.reader() as r:
         meta = r.metadata()
         data_path = r.data_path
-        age = resolve_age(meta.option("delete_older_than"), older_than=older_than, all_files=all_files, now=when)
+        age = resolve_age(meta, older_than=older_than, all_files=all_files, now=when)
         known = referenced_paths(r.conn, data_path) | {
             path_key(_scheduled_location(row, data_path)) for row in m.scheduled_files(r.conn, lake.backend)}
     listed = list_files(data_path, lake.storage_options)

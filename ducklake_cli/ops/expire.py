@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ducklake_cli.catalog import maintenance as m
+from ducklake_cli.catalog import options
 from ducklake_cli.catalog.maintenance import file_location, table_dirs
 from ducklake_cli.catalog.paths import relative_to_root
 from ducklake_cli.errors import UsageError
@@ -165,7 +166,7 @@ def plan_expire(lake: Lake, criteria: ExpireCriteria | None = None, *, now: dt.d
         meta = r.metadata()
         data_path = r.data_path
         if not criteria.given:
-            older, source = option_threshold(meta.option("expire_older_than"), now=when, key="expire_older_than")
+            older, source = option_threshold(options.effective(meta, "expire_older_than"), now=when)
             if older is None:
                 notes.append("nothing selected: give --older-than, --keep-last or --snapshots, or set the catalog "
                              "option expire_older_than")

@@ -16,9 +16,8 @@ from ducklake_cli.errors import UsageError
 from ducklake_cli.ops.results import Section
 
 if TYPE_CHECKING:
+    from ducklake_cli.catalog.options import Effective
     from ducklake_cli.lake import Lake
-
-DEFAULT_DELETE_AGE = "2 days"  # DuckDB's fallback when the option delete_older_than is not set
 
 _UNITS: dict[str, tuple[int, float]] = {}  # unit → (months, seconds)
 for _names, _value in (
@@ -88,17 +87,15 @@ def threshold(text: str, *, now: dt.datetime, what: str = "--older-than") -> dt.
     return value
 
 
-def option_threshold(lake_option: str | None, *, now: dt.datetime, key: str,
-                     default: str | None = None) -> tuple[dt.datetime | None, str | None]:
-    """The threshold a catalog option (an interval such as `1 week`) sets, and where it came from."""
-    text = lake_option if lake_option is not None else default
-    if text is None:
+def option_threshold(found: Effective, *, now: dt.datetime) -> tuple[dt.datetime | None, str | None]:
+    """The threshold a catalog option (an interval such as `1 week`, or its default) sets, and where it came from."""
+    if found.value is None:
         return None, None
-    age = parse_age(text)
+    age = parse_age(found.value)
     if age is None:
-        raise UsageError(f"catalog option {key} = {text!r} is not an interval DuckLake understands",
+        raise UsageError(f"catalog option {found.key} = {found.value!r} is not an interval DuckLake understands",
                          hint="set it to something like '7 days' or '1 week'")
-    source = f"option {key} = {text!r}" if lake_option is not None else f"default {text!r}"
+    source = f"default {found.value!r}" if found.source == "default" else f"option {found.key} = {found.value!r}"
     return age.before(now), source
 
 

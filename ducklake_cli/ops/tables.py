@@ -3,20 +3,17 @@ context it plans against, and how their data files are written (Parquet options,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ducklake_cli.catalog import options
 from ducklake_cli.catalog.models import ColumnInfo, LakeMetadata, TableInfo
 from ducklake_cli.errors import UsageError
 
 if TYPE_CHECKING:
     from ducklake_cli.engine.parquet_files import FileSpec, PartitionKey
     from ducklake_cli.lake import Lake, LakeReader
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
-
 
 def split_table_name(name: str) -> tuple[str, str]:
     """`schema.table` or `table` (schema main); double-quoted parts may hold dots and `""` quotes."""
@@ -31,14 +28,11 @@ def split_table_name(name: str) -> tuple[str, str]:
 
 
 def parse_size(text: str) -> int:
-    """DuckDB's size syntax: `536870912`, `10MB` (10**6), `512MiB` (2**20)."""
-    m = _SIZE.match(text)
-    if not m:
-        raise UsageError(f"cannot read the size {text!r}")
-    unit = (m.group(2) or "").lower().rstrip("b")
-    base = 1024 if unit.endswith("i") else 1000
-    power = " kmgt".index(unit[0]) if unit and unit[0] in "kmgt" else 0
-    return int(float(m.group(1)) * base ** power)
+    """A size typed on the command line (`536870912`, `10MB` = 10**7, `512MiB` = 2**29), as `options` reads it."""
+    try:
+        return options.parse_size(text)
+    except ValueError:
+        raise UsageError(f"cannot read the size {text!r}", hint="use bytes or a unit: 512MB, 1GiB") from None
 
 
 def file_spec(lake: Lake, meta: LakeMetadata, *, table_dir: str, columns: Sequence[ColumnInfo],
@@ -52,19 +46,19 @@ def file_spec(lake: Lake, meta: LakeMetadata, *, table_dir: str, columns: Sequen
     from ducklake_cli.engine.parquet_files import FileSpec
     from ducklake_cli.engine.writer import arrow_field, leaves, lineage_fields
 
-    def opt(key: str) -> str | None:
-        return meta.option(key, table_id=table_id, schema_id=schema_id)
-
-    level = opt("parquet_compression_level")
+    where = {"table_id": table_id, "schema_id": schema_id}
+    # Not applied: parquet_version (pyarrow writes 2.6 footers), parquet_row_group_size_bytes (pyarrow cuts row
+    # groups by rows only) and per_thread_output (one writer per Spark task anyway).
     fields = [arrow_field(c) for c in columns] + (lineage_fields() if lineage else lineage_fields()[:1] if row_ids
                                                   else [])
     return FileSpec(
         table_dir=table_dir, schema=pa.schema(fields), leaves=leaves(columns),
         not_null=tuple(c.name for c in columns if not c.nulls_allowed), keys=keys,
-        compression=(opt("parquet_compression") or "snappy").lower(), compression_level=int(level) if level else None,
-        row_group_size=int(opt("parquet_row_group_size") or 122_880),
-        target_file_size=parse_size(opt("target_file_size") or str(1 << 29)),
-        hive=(opt("hive_file_pattern") or "true").lower() == "true", subdir=subdir,
+        compression=options.text(meta, "parquet_compression", **where).lower(),
+        compression_level=options.uint(meta, "parquet_compression_level", **where),
+        row_group_size=options.count(meta, "parquet_row_group_size", **where),
+        target_file_size=options.count(meta, "target_file_size", **where),
+        hive=options.flag(meta, "hive_file_pattern", **where), subdir=subdir,
         storage_options=dict(lake.storage_options))
 
 
@@ -83,8 +77,7 @@ def pick_tables(reader: LakeReader, snapshot_id: int, table: str | None, meta: L
     """The tables a maintenance verb works on: the one named, or every table whose auto_compact option is on."""
     tables = reader.tables(snapshot_id)
     if table is None:  # like DuckDB: only tables with auto_compact on (the default) when none is named
-        return [t for t in tables if (meta.option("auto_compact", table_id=t.table_id, schema_id=t.schema_id)
-                                      or "true").lower() == "true"]
+        return [t for t in tables if options.flag(meta, "auto_compact", table_id=t.table_id, schema_id=t.schema_id)]
     schema_name, name = split_table_name(table)
     chosen = [t for t in tables if t.schema_name == schema_name and t.name == name]
     if not chosen:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ducklake_cli.catalog import options
 from ducklake_cli.catalog.models import ColumnInfo, LakeMetadata, NewDataFile, SchemaInfo, TableInfo
 from ducklake_cli.catalog.partitions import parse_partition_by, resolve_partition
 from ducklake_cli.catalog.snapshots import LATEST, SnapshotSelector
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
 
 MODES = ("append", "overwrite", "create")
 ALL_MODES = (*MODES, "merge")  # merge: `ops/changes.run_upsert`, a MERGE through `ops/dml.py`
-DEFAULT_INLINE_LIMIT = 10
 
 
 @dataclass(frozen=True)
@@ -83,10 +83,10 @@ class _Target:
     meta: LakeMetadata
 
 
-def _option(meta: LakeMetadata, key: str, target: _Target | None = None) -> str | None:
-    t = target.existing if target else None
-    s = target.schema if target else None
-    return meta.option(key, table_id=t.table_id if t else None, schema_id=s.schema_id if s else None)
+def _where(target: _Target) -> dict[str, int | None]:
+    """The table and schema ids an option of the target is looked up at (the table may not exist yet)."""
+    return {"table_id": target.existing.table_id if target.existing else None,
+            "schema_id": target.schema.schema_id if target.schema else None}
 
 
 def _plan_target(lake: Lake, schema_name: str, name: str, mode: str) -> _Target:
@@ -134,15 +134,13 @@ def inline_limit(lake: Lake, meta: LakeMetadata, columns: Sequence[ColumnInfo], 
         return 0
     if any(_has_type(c, _NEVER_INLINED) for c in columns):  # DuckDB: never GEOMETRY, VARIANT only in .ducklake files
         return 0
-    return int(meta.option("data_inlining_row_limit", table_id=table_id, schema_id=schema_id)
-               or DEFAULT_INLINE_LIMIT)
+    return options.count(meta, "data_inlining_row_limit", table_id=table_id, schema_id=schema_id)
 
 
 def _inline_limit(target: _Target, inline: bool, columns: Sequence[ColumnInfo], lake: Lake) -> int:
     if not inline:
         return 0
-    return inline_limit(lake, target.meta, columns, table_id=target.existing.table_id if target.existing else None,
-                        schema_id=target.schema.schema_id if target.schema else None)
+    return inline_limit(lake, target.meta, columns, **_where(target))
 
 
 def _read_back(lake: Lake, target: _Target, files: Sequence[NewDataFile], columns: Sequence[ColumnInfo]) -> Any:
@@ -220,7 +218,7 @@ def _check_input(*, source: Sequence[str], query: str | None, frame: DataFrame |
 
 
 def _require_message(target: _Target, message: str | None) -> None:
-    if (_option(target.meta, "require_commit_message") or "false").lower() == "true" and not message:
+    if options.flag(target.meta, "require_commit_message") and not message:  # DuckDB reads it lake-wide only
         raise UsageError("this lake requires a commit message", hint="pass --message")
 
 
@@ -310,15 +308,15 @@ def _evolve(tx: Transaction, table: TableInfo, evolution: Evolution, *, inline: 
 
 def _write(lake: Lake, target: _Target, got: _Input) -> tuple[list[NewDataFile], int]:
     """Write the input's data files (Spark executors); the files and how many malformed rows were skipped."""
-    from ducklake_cli.engine.writer import sort_on_insert, sort_orders, write_files
+    from ducklake_cli.engine.writer import sort_orders, write_files
 
     keys = target.existing.sort_keys if target.existing is not None else ()
+    where = _where(target)
     sort = sort_orders(got.df, got.columns, keys, f"{target.schema_name}.{target.name}") \
-        if keys and sort_on_insert(_option(target.meta, "sort_on_insert", target)) else []
+        if keys and options.flag(target.meta, "sort_on_insert", **where) else []
     spec = file_spec(lake, target.meta, table_dir=target.table_dir, columns=got.columns,
-                     keys=partition_keys(got.columns, got.partition),
-                     table_id=target.existing.table_id if target.existing else None,
-                     schema_id=target.schema.schema_id if target.schema else None)
+                     keys=partition_keys(got.columns, got.partition), table_id=where["table_id"],
+                     schema_id=where["schema_id"])
     files = write_files(got.df, spec, sort=sort)
     return files, got.skipped() if got.skipped is not None else 0
 

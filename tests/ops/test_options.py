@@ -4,16 +4,25 @@ snapshot, and DuckDB lists the same options on both; unset removes the row; bad 
 
 from __future__ import annotations
 
+import datetime as dt
+import sqlite3
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
+import duckdb
 import pytest
 
 from ducklake_cli.catalog import options as catalog_options
+from ducklake_cli.catalog.models import LakeMetadata, OptionValue
+from ducklake_cli.engine.writer import sort_on_insert
 from ducklake_cli.errors import DuckLakeError, NotFoundError, UsageError
 from ducklake_cli.lake import Lake
+from ducklake_cli.ops.cleanup import resolve_age
 from ducklake_cli.ops.inspect import summary, table_detail
 from ducklake_cli.ops.options import change_options, list_options
+from ducklake_cli.ops.tables import file_spec, parse_size, pick_tables
+from ducklake_cli.ops.write import inline_limit
 from tests.support.oracle import oracle_connect
 from tests.support.spot import Spot
 
@@ -212,3 +221,106 @@ def test_options_on_postgres(spot: Spot) -> None:
         ("target_file_size", "10000000", "table", 2), ("target_file_size", "2000000000", None, None)]
     assert ("target_file_size", "10000000", "TABLE", "s.t") in listed
     assert not [r for r in rows if r[0] == "auto_compact"]
+
+
+# ----- readers: every option is read through catalog/options.py, as DuckDB 1.5.5 reads the stored text --------
+
+
+def _meta(*rows: tuple[str, str, str | None, int | None], encrypted: bool = False) -> LakeMetadata:
+    return LakeMetadata("1.0", "/data/", None, encrypted, tuple(OptionValue(*r) for r in rows))
+
+
+def test_parse_uint_is_duckdbs_cast() -> None:
+    """Integer options are read with DuckDB's VARCHAR → UBIGINT cast (`Value(text).GetValue<idx_t>()`)."""
+    con = oracle_connect()
+    try:
+        for text in (" 5 ", "+5", "1e2", "20.5", "20.4", "2.5", "0x10", "0b11", "1_000", "-0", "1.5e1", ".5", "",
+                     "abc", "1e20", "-1", "1GiB", "512MB", "18446744073709551615", "18446744073709551616"):
+            try:
+                want = con.execute("SELECT CAST(? AS UBIGINT)", [text]).fetchone()
+            except duckdb.Error:
+                want = None
+            try:
+                got: int | None = catalog_options.parse_uint(text)
+            except ValueError:
+                got = None
+            assert (got if got is None else (got,)) == want, text
+    finally:
+        con.close()
+
+
+def test_readers_follow_duckdb() -> None:
+    meta = _meta(("auto_compact", "TRUE", "table", 1), ("auto_compact", "false", "schema", 7),
+                 ("auto_compact", "true", None, None), ("hive_file_pattern", "False", "table", 1),
+                 ("parquet_compression", "ZSTD", "schema", 7), ("parquet_row_group_size", " 1e3 ", None, None),
+                 ("target_file_size", "1073741824", "table", 1), ("target_file_size", "1GiB", "table", 2),
+                 ("data_inlining_row_limit", "0", "table", 1), ("require_commit_message", "true", "table", 1),
+                 ("sort_on_insert", "1", "table", 1))
+    # Lookup order: table, schema, global, default; LakeMetadata.option is the same lookup without the default.
+    assert catalog_options.effective(meta, "auto_compact", table_id=1, schema_id=7).source == "table"
+    assert catalog_options.effective(meta, "auto_compact", table_id=3, schema_id=7).source == "schema"
+    assert catalog_options.effective(meta, "auto_compact", table_id=3, schema_id=8).source == "global"
+    assert catalog_options.effective(meta, "sort_on_insert", table_id=3).source == "default"
+    assert meta.option("auto_compact", table_id=1) == "TRUE" and meta.option("per_thread_output") is None
+    # Booleans: DuckDB compares the text with 'true' ('TRUE', '1' written by hand read false).
+    assert not catalog_options.flag(meta, "auto_compact", table_id=1, schema_id=7)
+    assert catalog_options.flag(meta, "auto_compact", table_id=3, schema_id=8)
+    assert not catalog_options.flag(meta, "sort_on_insert", table_id=1) and sort_on_insert(None)
+    assert not sort_on_insert("1") and not sort_on_insert("TRUE") and sort_on_insert("true")
+    assert catalog_options.flag(meta, "hive_file_pattern", table_id=9)
+    assert not catalog_options.flag(_meta(encrypted=True), "hive_file_pattern")  # DuckDB: flat names when encrypted
+    # require_commit_message is read lake-wide only.
+    assert not catalog_options.flag(meta, "require_commit_message", table_id=1)
+    # Integers: DuckDB's cast; a size with a unit stored by hand is refused, as DuckDB refuses it.
+    with pytest.raises(DuckLakeError, match="'1GiB' .* not a whole number"):
+        catalog_options.uint(meta, "target_file_size", table_id=2)
+    lake = cast(Any, SimpleNamespace(storage_options={}, backend=SimpleNamespace(transactional_ddl=True)))
+    assert inline_limit(lake, meta, (), table_id=1, schema_id=7) == 0
+    assert inline_limit(lake, meta, (), table_id=2, schema_id=7) == 10
+    spec = file_spec(lake, meta, table_dir="/t/", columns=(), table_id=1, schema_id=7)
+    assert (spec.compression, spec.compression_level, spec.row_group_size, spec.target_file_size, spec.hive) == (
+        "zstd", None, 1000, 1 << 30, False)
+    spec = file_spec(lake, _meta(), table_dir="/t/", columns=())
+    assert (spec.compression, spec.row_group_size, spec.target_file_size, spec.hive) == (
+        "snappy", 122_880, 1 << 29, True)
+    tables = [SimpleNamespace(table_id=i, schema_id=s) for i, s in ((1, 7), (2, 7), (3, 8))]
+    reader = cast(Any, SimpleNamespace(tables=lambda _snapshot: tables))
+    assert [t.table_id for t in pick_tables(reader, 1, None, meta)] == [3]
+    # Intervals: the option, else the default, and where it came from.
+    now = dt.datetime(2026, 1, 10, tzinfo=dt.UTC)
+    assert resolve_age(_meta(), older_than=None, all_files=False, now=now).source == \
+        "older than 2026-01-08T00:00:00+00:00 (default '2 days')"
+    assert resolve_age(_meta(("delete_older_than", "1 week", None, None)), older_than=None, all_files=False,
+                       now=now).source == "older than 2026-01-03T00:00:00+00:00 (option delete_older_than = '1 week')"
+    assert parse_size("1 gigabyte") == 10 ** 9 and parse_size("512MiB") == 1 << 29
+    with pytest.raises(UsageError, match="cannot read the size"):
+        parse_size("10PB")
+
+
+@pytest.mark.parametrize("spot", ["sqlite"], indirect=True)
+def test_auto_compact_read_as_duckdb_reads_it(spot: Spot) -> None:
+    """A hand-written `TRUE` is not `true` to DuckDB's merge_adjacent_files, nor to our maintenance verbs."""
+    con = oracle_connect()
+    try:
+        con.execute(spot.attach())
+        con.execute("CALL lake.set_option('data_inlining_row_limit', 0)")
+        for name in ("a", "b", "c"):
+            con.execute(f"CREATE TABLE lake.{name} (x INTEGER)")
+            con.execute(f"INSERT INTO lake.{name} VALUES (1)")
+            con.execute(f"INSERT INTO lake.{name} VALUES (2)")
+        con.execute("CALL lake.set_option('auto_compact', 'TRUE', table_name => 'a')")  # stored as 'true'
+        con.execute("CALL lake.set_option('auto_compact', 'true', table_name => 'b')")
+        con.execute("DETACH lake")
+        db = sqlite3.connect(spot.catalog)
+        db.execute("UPDATE ducklake_metadata SET value = 'TRUE' WHERE key = 'auto_compact' AND scope_id = "
+                   "(SELECT table_id FROM ducklake_table WHERE table_name = 'b')")
+        db.commit()
+        db.close()
+        with Lake.open(spot.catalog) as lake, lake.reader() as r:
+            ours = sorted(t.name for t in pick_tables(r, r.latest_snapshot().snapshot_id, None, r.metadata()))
+        con.execute(spot.attach())
+        theirs = sorted(row[1] for row in con.execute("CALL ducklake_merge_adjacent_files('lake')").fetchall())
+    finally:
+        con.close()
+    assert ours == theirs == ["a", "c"]
+
