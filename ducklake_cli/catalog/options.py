@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 from sqlalchemy import and_, delete, insert, select, update
 
 from ducklake_cli.catalog import schema as s
-from ducklake_cli.errors import DuckLakeError, NotFoundError
+from ducklake_cli.errors import DuckLakeError, NotFoundError, UsageError
 
 if TYPE_CHECKING:
     from sqlalchemy import ColumnElement, Connection
@@ -264,6 +264,12 @@ def is_true(key: str, text: str | None) -> bool:
 def flag(meta: HasOptions, key: str, *, table_id: int | None = None, schema_id: int | None = None) -> bool:
     """A boolean option's effective value, as DuckDB reads it (see `is_true`)."""
     return is_true(key, value(meta, key, table_id=table_id, schema_id=schema_id))
+
+
+def require_message(meta: HasOptions, message: str | None) -> None:
+    """Refuse a commit without a message when the lake sets `require_commit_message` (read lake-wide, as DuckDB)."""
+    if flag(meta, "require_commit_message") and not message:
+        raise UsageError("this lake requires a commit message", hint="pass -m/--message")
 
 
 _CAST_DECIMAL = re.compile(r"^(?:\d+(?:_\d+)*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")

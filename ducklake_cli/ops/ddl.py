@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ducklake_cli.catalog import columns, ddl
+from ducklake_cli.catalog import columns, ddl, options
 from ducklake_cli.catalog.columns import NO_DEFAULT, Default
 from ducklake_cli.catalog.models import ColumnInfo, SchemaInfo, SortKey, TableInfo, ViewInfo
 from ducklake_cli.catalog.partitions import PartitionRequest, resolve_partition
@@ -48,8 +48,7 @@ def run_ddl(lake: Lake, statements: Sequence[str], *, message: str | None = None
     parsed = [p.parse_ddl(sql) for sql in statements]
     with lake.reader() as r:
         meta = r.metadata()
-    if (meta.option("require_commit_message") or "false").lower() == "true" and not message:
-        raise UsageError("this lake requires a commit message", hint="pass --message")
+    options.require_message(meta, message)
     done: list[int | None] = []
     for st in parsed:
         done.append(lake.commit(functools.partial(_apply, lake, st), author=author, message=message))

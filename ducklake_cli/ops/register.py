@@ -378,8 +378,7 @@ def register(lake: Lake, table: str, pattern: str, *, hive_partitioning: bool = 
         raise UsageError("this lake is encrypted; `ducklake register` cannot add unencrypted files to it")
     from ducklake_cli.catalog import options
 
-    if options.flag(meta, "require_commit_message") and not message:
-        raise UsageError("this lake requires a commit message", hint="pass -m MESSAGE")
+    options.require_message(meta, message)
     paths = glob_files(pattern, lake.storage_options)
     if not paths:
         raise NotFoundError(f"no files match {pattern}")

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ducklake_cli.catalog import options
+from ducklake_cli.catalog import options as lake_options
 from ducklake_cli.catalog.models import ColumnInfo, LakeMetadata, NewDataFile, SchemaInfo, TableInfo
 from ducklake_cli.catalog.partitions import parse_partition_by, resolve_partition
 from ducklake_cli.catalog.snapshots import LATEST, SnapshotSelector
@@ -134,7 +134,7 @@ def inline_limit(lake: Lake, meta: LakeMetadata, columns: Sequence[ColumnInfo], 
         return 0
     if any(_has_type(c, _NEVER_INLINED) for c in columns):  # DuckDB: never GEOMETRY, VARIANT only in .ducklake files
         return 0
-    return options.count(meta, "data_inlining_row_limit", table_id=table_id, schema_id=schema_id)
+    return lake_options.count(meta, "data_inlining_row_limit", table_id=table_id, schema_id=schema_id)
 
 
 def _inline_limit(target: _Target, inline: bool, columns: Sequence[ColumnInfo], lake: Lake) -> int:
@@ -191,7 +191,7 @@ def run_write(
     requests = parse_partition_by(partition_by)
     schema_name, name = split_table_name(table)
     target = _plan_target(lake, schema_name, name, mode)
-    _require_message(target, message)
+    lake_options.require_message(target.meta, message)
 
     from ducklake_cli.engine.ingest_duckdb import ingest_errors
     from ducklake_cli.engine.session import spark_errors
@@ -215,11 +215,6 @@ def _check_input(*, source: Sequence[str], query: str | None, frame: DataFrame |
         raise UsageError(f"--input-format must be parquet, csv, json or orc, not {input_format!r}")
     if query and (schema or on_error != "fail"):
         raise UsageError("--schema and --on-error apply to --from input, not --query")
-
-
-def _require_message(target: _Target, message: str | None) -> None:
-    if options.flag(target.meta, "require_commit_message") and not message:  # DuckDB reads it lake-wide only
-        raise UsageError("this lake requires a commit message", hint="pass --message")
 
 
 @dataclass
@@ -313,7 +308,7 @@ def _write(lake: Lake, target: _Target, got: _Input) -> tuple[list[NewDataFile],
     keys = target.existing.sort_keys if target.existing is not None else ()
     where = _where(target)
     sort = sort_orders(got.df, got.columns, keys, f"{target.schema_name}.{target.name}") \
-        if keys and options.flag(target.meta, "sort_on_insert", **where) else []
+        if keys and lake_options.flag(target.meta, "sort_on_insert", **where) else []
     spec = file_spec(lake, target.meta, table_dir=target.table_dir, columns=got.columns,
                      keys=partition_keys(got.columns, got.partition), table_id=where["table_id"],
                      schema_id=where["schema_id"])
@@ -501,7 +496,7 @@ def stage_upsert(
     requests = parse_partition_by(partition_by)
     schema_name, name = split_table_name(table)
     target = _plan_target(lake, schema_name, name, "merge")
-    _require_message(target, message)
+    lake_options.require_message(target.meta, message)
     got = _read(lake, target, source=source, query=query, frame=frame, input_format=input_format,
                 options=options, schema=schema, on_error="fail", at=at, requests=requests,
                 ignore_extra_columns=ignore_extra_columns)

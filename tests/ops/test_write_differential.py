@@ -338,12 +338,12 @@ def test_append_after_duckdb_add_and_rename_column(env: Env) -> None:
                         "FROM (" + EVENTS + ") WHERE id < 20")
     env.write("ev", newer)
     missing = env.parquet("missing", "SELECT id + 2000 AS id, region FROM (" + EVENTS + ") WHERE id < 15")
-    env.write("ev", missing)  # absent nullable columns become NULL
+    env.write("ev", missing)  # absent columns get their DEFAULT (note), else NULL, as DuckDB's INSERT
     con = env.attached()
     expected = f"""
         SELECT id, region, ts, dt, amount AS total, 'n/a' AS note FROM read_parquet('{src}')
         UNION ALL SELECT * FROM read_parquet('{newer}')
-        UNION ALL SELECT id, region, NULL, NULL, NULL, NULL FROM read_parquet('{missing}')
+        UNION ALL SELECT id, region, NULL, NULL, NULL, 'n/a' FROM read_parquet('{missing}')
     """
     assert_same_rows(con, "SELECT * FROM lake.main.ev", expected)
     assert_filters_agree(con, "lake.main.ev", expected)
