@@ -139,11 +139,24 @@ def merge_parts(df: DataFrame, actions: Sequence[str], matched: Sequence[int]) -
     return removed, df.where(F.col(ACTION).isin(pick["update"])), df.where(F.col(ACTION).isin(pick["insert"]))
 
 
-def insert_frame(df: DataFrame, columns: Sequence[ColumnInfo], named: Sequence[str], table: str) -> DataFrame:
+def insert_frame(df: DataFrame, columns: Sequence[ColumnInfo], named: Sequence[str], table: str,
+                 marks: Sequence[int] = ()) -> DataFrame:
     """An INSERT's rows as the table's columns: by the statement's column list (others get their DEFAULT, as in
-    DuckDB), else by position."""
+    DuckDB), else by position. `marks`: the query's last columns flag where VALUES said DEFAULT, one per value
+    position listed."""
     from pyspark.sql import functions as F
 
+    if marks:
+        flags, values = df.columns[-len(marks):], df.columns[:-len(marks)]
+        by_name = {c.name.lower(): c for c in columns}
+        targets = [by_name.get(n.lower()) for n in named] if named else list(columns)
+        picks = []
+        for j, name in enumerate(values):
+            col, target = F.col(f"`{name}`"), targets[j] if j < len(targets) else None
+            if j in marks and target is not None:
+                col = F.when(F.col(f"`{flags[list(marks).index(j)]}`"), _default(df, target)).otherwise(col)
+            picks.append(col.alias(name))
+        df = df.select(*picks)
     if named:
         known = {c.name.lower() for c in columns}
         unknown = [c for c in named if c.lower() not in known]

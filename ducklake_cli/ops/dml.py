@@ -197,7 +197,8 @@ class _Change:
         target.createOrReplaceTempView(view)
         columns = state.table.columns
         if st.kind == "insert":
-            rows = dml.insert_frame(self.select(st.source or "", view), columns, st.columns, st.qualified)
+            source, marks = _values_defaults(st.source or "")
+            rows = dml.insert_frame(self.select(source, view), columns, st.columns, st.qualified, marks)
             state.new_rows.append(_NewRows("insert", dml.conform_values(rows, columns), index))
             return
         names = [c.name for c in columns]
@@ -450,6 +451,31 @@ def _merge_defaults(st: Statement, names: Sequence[str]) -> tuple[Statement, lis
         named = {k.lower() for k, _ in kept}
         unnamed.append([n for n in names if n.lower() not in named])
     return replace(st, clauses=tuple(clauses)), unnamed
+
+
+def _values_defaults(source: str) -> tuple[str, list[int]]:
+    """An INSERT's `VALUES (…, DEFAULT, …)` with each DEFAULT as NULL plus, per position that has one, a last
+    column flagging the rows that said DEFAULT (they get the column's DEFAULT, as in DuckDB); other sources as
+    they are."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    def is_default(e: exp.Expr) -> bool:
+        return isinstance(e, exp.Var) and e.name.upper() == "DEFAULT"
+
+    try:
+        tree = sqlglot.parse_one(source, read="spark")
+    except SqlglotError:
+        return source, []
+    if not isinstance(tree, exp.Values) or tree.args.get("alias") or not any(is_default(e) for row in tree.expressions
+                                                   for e in row.expressions):
+        return source, []
+    marks = sorted({j for row in tree.expressions for j, e in enumerate(row.expressions) if is_default(e)})
+    for row in tree.expressions:
+        flags = [exp.Boolean(this=j < len(row.expressions) and is_default(row.expressions[j])) for j in marks]
+        row.set("expressions", [exp.Null() if is_default(e) else e for e in row.expressions] + flags)
+    return tree.sql(dialect="spark"), marks
 
 
 def parse_script(statements: Sequence[str]) -> list[Statement]:

@@ -233,7 +233,9 @@ SEQUENCES = [
     # Columns an INSERT or a MERGE's INSERT clause does not name (or gives DEFAULT) get their DEFAULT.
     Sequence_("defaults", DEFAULTS, (
         step("INSERT INTO t (id) VALUES (1000)",
-             "INSERT INTO t (v, id) SELECT v || 'x', id + 2000 FROM t WHERE id < 30", loose_ids=True),
+             "INSERT INTO t (v, id) SELECT v || 'x', id + 2000 FROM t WHERE id < 30",
+             "INSERT INTO t VALUES (1001, DEFAULT, DEFAULT, DATE '2021-02-03', 5), (1002, 'q', NULL, DEFAULT, DEFAULT)",
+             "INSERT INTO t (n, id) VALUES (DEFAULT, 1003)", loose_ids=True),
         step("MERGE INTO t USING src s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v "
              "WHEN NOT MATCHED AND s.v = 'new' THEN INSERT (id) VALUES (s.id) "
              "WHEN NOT MATCHED THEN INSERT VALUES (s.id, DEFAULT, DEFAULT, DATE '2021-01-01', DEFAULT)",
