@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ducklake_cli.catalog import options as lake_options
 from ducklake_cli.engine.planning.dml_plan import (
     TARGET_VIEW,
     MergeClause,
@@ -268,7 +269,6 @@ class _Change:
             partition_keys,
             read_back,
             read_row_ids,
-            sort_on_insert,
             sort_orders,
             write_files,
         )
@@ -281,8 +281,8 @@ class _Change:
                              keys=partition_keys(t.columns, part), table_id=t.table_id,
                              schema_id=state.schema.schema_id, row_ids=n.kind == "update")
             # DuckDB sorts an INSERT by the table's sort keys, but not an UPDATE's or a MERGE's new rows.
-            sorted_insert = n.kind == "insert" and bool(t.sort_keys) and sort_on_insert(self.meta.option(
-                "sort_on_insert", table_id=t.table_id, schema_id=state.schema.schema_id))
+            sorted_insert = n.kind == "insert" and bool(t.sort_keys) and lake_options.flag(
+                self.meta, "sort_on_insert", table_id=t.table_id, schema_id=state.schema.schema_id)
             sort = sort_orders(n.frame, t.columns, t.sort_keys, t.qualified_name) if sorted_insert else []
             files = write_files(n.frame, spec, sort=sort)
             written.files.append((n.kind, files))
@@ -498,9 +498,8 @@ def run_change(lake: Lake, statements: Sequence[str], *, dry_run: bool = False, 
     if parsed[0].kind in ("create", "overwrite"):  # the write path checks the lake's options itself
         return _whole_table(lake, parsed[0], dry_run=dry_run, message=message, author=author)
     change = _Change(lake, sources or {})
-    if (change.meta.option("require_commit_message") or "false").lower() == "true" and not message \
-            and not dry_run:
-        raise UsageError("this lake requires a commit message", hint="pass --message")
+    if not dry_run:
+        lake_options.require_message(change.meta, message)
     try:
         with spark_errors():
             for i, st in enumerate(parsed):
