@@ -1,8 +1,9 @@
 """`maintain compact` (merge adjacent small files) and `maintain rewrite` (drop deleted rows), through Spark.
 
-Both read the chosen files with our scan (deletes applied, row ids and inserting snapshots kept), write new files
-on executors that embed `_ducklake_internal_row_id` / `_ducklake_internal_snapshot_id`, and commit one snapshot
-per table, as DuckDB's `ducklake_merge_adjacent_files` / `ducklake_rewrite_data_files` do (spec §7).
+Both read the chosen files with our scan (deletes applied, name mappings of registered files applied, row ids and
+inserting snapshots kept), write ordinary field-id files on executors that embed `_ducklake_internal_row_id` (and,
+merged files, `_ducklake_internal_snapshot_id`), and commit one snapshot per table, as DuckDB's
+`ducklake_merge_adjacent_files` / `ducklake_rewrite_data_files` do (spec §7).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import DataFile, NewDataFile, SchemaInfo, SortKey, TableInfo
-from ducklake_cli.catalog.partitions import hive_key_aliases, hive_value
+from ducklake_cli.catalog.partitions import hive_dir, hive_key_aliases, hive_key_names, hive_value
 from ducklake_cli.catalog.paths import file_path, relative_to_root, table_dir
+from ducklake_cli.catalog.types import SNAPSHOT_ID_COLUMN
 from ducklake_cli.errors import CommitConflictError, UsageError
 from ducklake_cli.ops.maintenance import FileAction, MaintenanceReport, Plan
 from ducklake_cli.ops.tables import MaintenanceContext, file_spec, maintenance_context, parse_size, pick_tables
@@ -87,6 +89,21 @@ def _definition_for(versions: list[tuple[int, TableInfo]], begin_snapshot: int) 
     return chosen
 
 
+def _subdir(g: FileGroup, *, hive: bool) -> str:
+    """Where a group's output goes under the table directory: the first input's directory (its hive partition
+    directory) when that lies under the table's; for a registered file outside it, the hive directory of the
+    group's partition values (DuckDB nests its absolute directory under the table's instead)."""
+    first = min(g.files, key=lambda f: f.data_file_id)
+    if first.path_is_relative:
+        return first.path.rsplit("/", 1)[0] + "/" if "/" in first.path else ""
+    spec = g.table.partition
+    if not hive or spec is None or spec.partition_id != g.partition_id or not g.partition_values:
+        return ""
+    names = hive_key_names({c.column_id: c.name for c in g.table.columns},
+                           [(f.column_id, f.transform) for f in spec.fields])
+    return hive_dir(names, g.partition_values)
+
+
 # ----- plans -----------------------------------------------------------------------------------------------------
 
 class _RewritePlan(Plan):
@@ -97,7 +114,17 @@ class _RewritePlan(Plan):
     def __init__(self, ctx: MaintenanceContext, groups: Sequence[FileGroup], *, notes: Sequence[str] = ()) -> None:
         self.ctx = ctx
         self.groups = list(groups)
-        self.notes = tuple(notes)
+        self.notes = (*notes, *self._outside_note())
+
+    def _outside_note(self) -> tuple[str, ...]:
+        """Registered inputs outside the data path: `maintain cleanup` never deletes those (DuckDB's would)."""
+        outside = sum(1 for g in self.groups for f in g.files
+                      if not relative_to_root(file_path(self._dir(g), f), self.ctx.data_path)[1])
+        if not outside:
+            return ()
+        when = "scheduled for deletion" if self.verb == "compact" else "retired (scheduled for deletion once expired)"
+        return (f"{outside} registered file(s) outside the data path will be {when}, but `maintain cleanup` never "
+                "deletes files outside the data path: delete them yourself once no snapshot needs them",)
 
     def _dir(self, g: FileGroup) -> str:
         return table_dir(self.ctx.data_path, g.schema, g.table)
@@ -146,17 +173,22 @@ class _RewritePlan(Plan):
             plan = plan_scan(r, table=g.table, snapshot_id=self.ctx.base_snapshot, data_path=self.ctx.data_path,
                              schemas=[g.schema], storage_options=lake.storage_options)
         plan = dataclasses.replace(plan, files=tuple(f for f in plan.files if f.data_file_id in ids), inlined=())
-        first = min(g.files, key=lambda f: f.data_file_id)
-        subdir = first.path.rsplit("/", 1)[0] + "/" if "/" in first.path and first.path_is_relative else ""
-        spec = file_spec(lake, self.ctx.meta, table_dir=self._dir(g), columns=g.table.columns, lineage=True,
-                         table_id=g.table.table_id, schema_id=g.schema.schema_id, subdir=subdir)
-        if self.verb == "compact":  # one output per group, however the sizes came out
+        subdir = _subdir(g, hive=(self.ctx.meta.option("hive_file_pattern", table_id=g.table.table_id,
+                                                          schema_id=g.schema.schema_id) or "true").lower() == "true")
+        # A rewritten file embeds row ids only: its rows are as new as the rewrite (begin_snapshot), so that a later
+        # merge of it does not show them again at snapshots where the retired file still does (as in DuckDB).
+        merge = self.verb == "compact"
+        spec = file_spec(lake, self.ctx.meta, table_dir=self._dir(g), columns=g.table.columns, lineage=merge,
+                         row_ids=not merge, table_id=g.table.table_id, schema_id=g.schema.schema_id, subdir=subdir)
+        if merge:  # one output per group, however the sizes came out
             spec = dataclasses.replace(spec, target_file_size=1 << 62)
         spark = lake.spark()
         with spark_errors():
             df = scan(spark, plan, with_lineage=True)
+            if not merge:
+                df = df.drop(SNAPSHOT_ID_COLUMN)
             sort = sort_orders(df, g.table.columns, g.sort_keys, f"{g.schema.name}.{g.table.name}")
-            files = write_files(df, spec, single_file=self.verb == "compact", sort=sort)
+            files = write_files(df, spec, single_file=merge, sort=sort)
         return [dataclasses.replace(f, partition_values=g.partition_values) for f in files]
 
     def apply(self, lake: Lake) -> MaintenanceReport:
@@ -280,8 +312,8 @@ def plan_compact(lake: Lake, *, table: str | None = None, max_input_files: int |
             files = r.data_files(ctx.base_snapshot, [t.table_id])
             deleted = {d.data_file_id for d in r.delete_files(ctx.base_snapshot, [t.table_id])}
             deleted |= set(r.inlined_deletes(ctx.base_snapshot, t.table_id))
-            candidates = [f for f in files if f.data_file_id not in deleted and f.mapping_id is None
-                          and f.file_size_bytes < target]
+            # Registered (name-mapped) files merge too, with each other and with field-id files, as in DuckDB.
+            candidates = [f for f in files if f.data_file_id not in deleted and f.file_size_bytes < target]
             if len(candidates) < 2:
                 continue
             values = r.file_partition_values(t.table_id, [f.data_file_id for f in candidates])
