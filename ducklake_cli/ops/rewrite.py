@@ -173,13 +173,12 @@ class _RewritePlan(Plan):
             plan = plan_scan(r, table=g.table, snapshot_id=self.ctx.base_snapshot, data_path=self.ctx.data_path,
                              schemas=[g.schema], storage_options=lake.storage_options)
         plan = dataclasses.replace(plan, files=tuple(f for f in plan.files if f.data_file_id in ids), inlined=())
-        subdir = _subdir(g, hive=(self.ctx.meta.option("hive_file_pattern", table_id=g.table.table_id,
-                                                          schema_id=g.schema.schema_id) or "true").lower() == "true")
         # A rewritten file embeds row ids only: its rows are as new as the rewrite (begin_snapshot), so that a later
         # merge of it does not show them again at snapshots where the retired file still does (as in DuckDB).
         merge = self.verb == "compact"
         spec = file_spec(lake, self.ctx.meta, table_dir=self._dir(g), columns=g.table.columns, lineage=merge,
-                         row_ids=not merge, table_id=g.table.table_id, schema_id=g.schema.schema_id, subdir=subdir)
+                         row_ids=not merge, table_id=g.table.table_id, schema_id=g.schema.schema_id)
+        spec = dataclasses.replace(spec, subdir=_subdir(g, hive=spec.hive))
         if merge:  # one output per group, however the sizes came out
             spec = dataclasses.replace(spec, target_file_size=1 << 62)
         spark = lake.spark()
