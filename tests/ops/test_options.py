@@ -76,19 +76,24 @@ def _rows(spot: Spot) -> tuple[list[tuple[Any, ...]], int, list[tuple[Any, ...]]
     return rows, int(snap[0]), listed
 
 
+def _setup(spot: Spot) -> None:
+    """DuckDB makes the SETUP schema and tables in the lake at `spot`."""
+    con = oracle_connect()
+    try:
+        con.execute(spot.attach())
+        for sql in SETUP:
+            con.execute(sql)
+        con.execute("DETACH lake")
+    finally:
+        con.close()
+
+
 def _twins(tmp_path: Path, backend: str) -> tuple[Spot, Spot]:
     spots = []
     for name in ("duck", "ours"):
         path = str(tmp_path / (f"{name}.sqlite" if backend == "sqlite" else f"{name}.ducklake"))
         spot = Spot(backend, path, path, tmp_path / f"{name}-data")
-        con = oracle_connect()
-        try:
-            con.execute(spot.attach())
-            for sql in SETUP:
-                con.execute(sql)
-            con.execute("DETACH lake")
-        finally:
-            con.close()
+        _setup(spot)
         spots.append(spot)
     return spots[0], spots[1]
 
@@ -148,14 +153,7 @@ def test_set_option_twins(tmp_path: Path, backend: str) -> None:
 
 @pytest.mark.parametrize("spot", ["sqlite"], indirect=True)
 def test_bad_options_change_nothing(spot: Spot) -> None:
-    con = oracle_connect()
-    try:
-        con.execute(spot.attach())
-        for sql in SETUP:
-            con.execute(sql)
-        con.execute("DETACH lake")
-    finally:
-        con.close()
+    _setup(spot)
     before = Path(spot.catalog).read_bytes()
     bad: list[tuple[dict[str, Any], type[Exception], str]] = [
         ({"assignments": {"nonsense": "1"}}, NotFoundError, "unknown option 'nonsense'"),
@@ -203,14 +201,7 @@ def test_normalise_matches_duckdb_formats() -> None:
 @pytest.mark.postgres
 @pytest.mark.parametrize("spot", ["postgres"], indirect=True)
 def test_options_on_postgres(spot: Spot) -> None:
-    con = oracle_connect()
-    try:
-        con.execute(spot.attach())
-        for sql in SETUP:
-            con.execute(sql)
-        con.execute("DETACH lake")
-    finally:
-        con.close()
+    _setup(spot)
     with Lake.open(spot.catalog) as lake:
         change_options(lake, assignments={"target_file_size": "10MB", "auto_compact": "no"}, table="s.t")
         change_options(lake, assignments={"target_file_size": "1GB"})

@@ -20,10 +20,9 @@ from ducklake_cli.errors import InputError
 from ducklake_cli.ops.flush import plan_flush
 from ducklake_cli.ops.rewrite import plan_compact, plan_rewrite
 from ducklake_cli.ops.write import run_write
-from tests.support.oracle import oracle_connect
+from tests.support.oracle import FreshAttach, oracle_connect
 
 if TYPE_CHECKING:
-    import duckdb
     from pyspark.sql import DataFrame, SparkSession
 
 pytestmark = pytest.mark.spark
@@ -31,7 +30,7 @@ pytestmark = pytest.mark.spark
 CATALOG = "ducklake_metadata"
 
 
-class Twin:
+class Twin(FreshAttach):
     """A lake DuckDB made (its own catalog, so DuckDB sets defaults and sort keys), written to by us."""
 
     def __init__(self, tmp_path: Path, spark: SparkSession) -> None:
@@ -42,20 +41,10 @@ class Twin:
         self.attach()
         self.lake: Lake = connect(self.catalog)
 
-    def attach(self) -> duckdb.DuckDBPyConnection:
-        """DuckDB with the lake attached as `lake` (fresh: sees the newest snapshot)."""
-        self.con.execute("DETACH DATABASE IF EXISTS lake")
-        self.con.execute(f"ATTACH 'ducklake:sqlite:{self.catalog}' AS lake (DATA_PATH '{self.data}/', "
-                         f"METADATA_CATALOG '{CATALOG}')")
-        return self.con
-
-    def sql(self, *statements: str) -> list[tuple[Any, ...]]:
-        """DuckDB statements on the attached lake; the last one's rows."""
-        con = self.attach()
-        rows: list[tuple[Any, ...]] = []
-        for s in statements:
-            rows = con.execute(s).fetchall()
-        return rows
+    def attach_sql(self) -> str:
+        """DuckDB's ATTACH of this lake, with its own metadata catalog name."""
+        return (f"ATTACH 'ducklake:sqlite:{self.catalog}' AS lake (DATA_PATH '{self.data}/', "
+                f"METADATA_CATALOG '{CATALOG}')")
 
     def write(self, table: str, df: DataFrame, **kwargs: Any) -> Any:
         """Our write of a frame."""

@@ -17,11 +17,10 @@ import pytest
 from ducklake_cli.api import Lake, connect
 from ducklake_cli.errors import InputError, UsageError
 from tests.support.cli import run_main
-from tests.support.oracle import attach_clause, oracle_connect
+from tests.support.oracle import FreshAttach, attach_clause, oracle_connect
 from tests.support.services import pg_database, require_env
 
 if TYPE_CHECKING:
-    import duckdb
     from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
@@ -29,27 +28,16 @@ pytestmark = pytest.mark.spark
 META = "ducklake_metadata"
 
 
-class Side:
+class Side(FreshAttach):
     """One twin: its catalog as our CLI and DuckDB name it."""
 
     def __init__(self, backend: str, target: str, data: Path) -> None:
         self.backend, self.target, self.data = backend, target, data
         self.con = oracle_connect()
 
-    def attach(self) -> duckdb.DuckDBPyConnection:
-        """DuckDB with the lake attached as `lake` (fresh: sees the newest snapshot)."""
-        self.con.execute("DETACH DATABASE IF EXISTS lake")
-        self.con.execute(attach_clause(self.backend, self.target, self.data,
-                                       extra_options=f"METADATA_CATALOG '{META}'"))
-        return self.con
-
-    def sql(self, *statements: str) -> list[tuple[Any, ...]]:
-        """DuckDB statements; the last one's rows."""
-        con = self.attach()
-        rows: list[tuple[Any, ...]] = []
-        for s in statements:
-            rows = con.execute(s).fetchall()
-        return rows
+    def attach_sql(self) -> str:
+        """DuckDB's ATTACH of this twin's lake, with its own metadata catalog name."""
+        return attach_clause(self.backend, self.target, self.data, extra_options=f"METADATA_CATALOG '{META}'")
 
     def catalog(self) -> dict[str, list[tuple[Any, ...]]]:
         """The catalog rows an evolution writes (without uuids, times and file ids)."""

@@ -18,7 +18,7 @@ import duckdb
 from ducklake_cli.api import connect
 from ducklake_cli.ops.ddl import DdlResult, run_ddl
 from tests.support.dml_twins import twin_spots
-from tests.support.oracle import oracle_connect
+from tests.support.oracle import oracle_connect, transaction, used
 from tests.support.spot import Spot
 
 ALIAS = "lk"
@@ -108,13 +108,8 @@ class DdlTwins:
     def attached(self, spot: Spot, version: int | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
         """The oracle with `spot` attached as `lk` (at a snapshot when `version`), detached afterwards."""
         extra = f"SNAPSHOT_VERSION {version}" if version is not None else ""
-        self.con.execute(spot.attach(ALIAS, extra))
-        self.con.execute(f"USE {ALIAS}")
-        try:
-            yield self.con
-        finally:
-            self.con.execute("USE memory")
-            self.con.execute(f"DETACH {ALIAS}")
+        with used(self.con, spot.attach(ALIAS, extra), ALIAS) as con:
+            yield con
 
     def duck(self, spot: Spot, statements: Sequence[str]) -> None:
         """DuckDB runs the statements in one transaction."""
@@ -207,21 +202,6 @@ class DdlTwins:
         got, want = self.history(self.b, versions), self.history(self.a, versions)
         for v in [*versions, -1]:
             assert got[v] == want[v], f"snapshot {v} reads differently:\n ours:   {got[v]}\n duckdb: {want[v]}"
-
-
-def transaction(con: duckdb.DuckDBPyConnection, statements: Sequence[str]) -> None:
-    """The statements in one DuckDB transaction."""
-    if len(statements) == 1:
-        con.execute(statements[0])
-        return
-    con.execute("BEGIN")
-    try:
-        for s in statements:
-            con.execute(s)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
 def run_ddl_sequence(seq: DdlSequence, backend: str, tmp: Path) -> DdlTwins:

@@ -18,7 +18,7 @@ from ducklake_cli.api import connect
 from ducklake_cli.catalog.snapshots import SnapshotSelector
 from ducklake_cli.ops.dml import ChangeResult, run_change
 from ducklake_cli.ops.query import table_dataframe
-from tests.support.oracle import oracle_connect
+from tests.support.oracle import oracle_connect, transaction, used
 from tests.support.services import pg_database, require_env
 from tests.support.spot import Spot
 
@@ -109,28 +109,13 @@ class Lakes:
     def attached(self, spot: Spot) -> Iterator[duckdb.DuckDBPyConnection]:
         """The oracle with `spot` attached as `lk` (the default database), detached afterwards (a DuckDB
         catalog file is then free for our side)."""
-        self.con.execute(spot.attach(ALIAS))
-        self.con.execute(f"USE {ALIAS}")
-        try:
-            yield self.con
-        finally:
-            self.con.execute("USE memory")
-            self.con.execute(f"DETACH {ALIAS}")
+        with used(self.con, spot.attach(ALIAS), ALIAS) as con:
+            yield con
 
     def duck(self, spot: Spot, statements: Sequence[str]) -> None:
         """DuckDB runs the statements in one transaction."""
         with self.attached(spot) as con:
-            if len(statements) == 1:
-                con.execute(statements[0])
-                return
-            con.execute("BEGIN")
-            try:
-                for s in statements:
-                    con.execute(s)
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
+            transaction(con, statements)
 
     def ours(self, spot: Spot, statements: Sequence[str]) -> ChangeResult:
         """We run the statements as one script."""
