@@ -5,6 +5,7 @@ both. Metadata only: no Spark."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -166,10 +167,12 @@ SEQUENCES = [
     ), ("SELECT * FROM tv",)),
 ]
 
-# Every sequence runs on SQLite; a representative few also on the DuckDB-file and PostgreSQL catalogs (CI time).
+# Every sequence runs on SQLite; a representative few also on the DuckDB-file and PostgreSQL catalogs (CI time);
+# DUCKLAKE_DDL_ALL_BACKENDS=1 runs every sequence on every catalog.
 BACKEND_SEQUENCES = frozenset({"partition_changes", "views", "nested_renames"})
+ALL_BACKENDS = os.environ.get("DUCKLAKE_DDL_ALL_BACKENDS") == "1"
 CASES = [pytest.param(seq, backend, id=f"{seq.name}-{backend}") for backend in ORACLE_BACKENDS for seq in SEQUENCES
-         if backend == "sqlite" or seq.name in BACKEND_SEQUENCES]
+         if ALL_BACKENDS or backend == "sqlite" or seq.name in BACKEND_SEQUENCES]
 
 
 @pytest.mark.parametrize(("seq", "backend"), CASES)
