@@ -286,6 +286,10 @@ def _add_one(state: _State, table: TableInfo, st: p.AddColumn) -> TableInfo:
         return table
     if st.column.not_null:
         raise QueryError("ADD COLUMN … NOT NULL is not supported (DuckDB's rule); add it, then SET NOT NULL")
+    if st.column.default is not None and st.column.default.kind == "expression":
+        # old rows read a literal default (initial_default); an expression has none, so they would read NULL
+        raise QueryError(f"ADD COLUMN {st.column.name} … DEFAULT {st.column.default.value}: an added column's "
+                         "default must be a constant (DuckDB's rule)", hint="add it, then SET DEFAULT")
     (col,), _ = _columns([(st.column.name, st.column.type)], 0, None)
     table = columns.add_column(state.tx, table, col, parent_id=parent.column_id if parent else None,
                                default=_default(st.column.default), inline=state.inlines(table))

@@ -94,6 +94,19 @@ BAD = [
     ("DROP VIEW s.nope", "does not exist"),
     ("ALTER TABLE s.t FROBNICATE", "unsupported"),
     ("DROP SCHEMA main", "cannot be dropped"),
+    ("CREATE TABLE s.u (`` INT)", "empty"),
+    ("ALTER TABLE s.t ADD COLUMN `` INT", "empty"),
+    ("CREATE TABLE s.`` (a INT)", "empty"),
+    ("CREATE SCHEMA ``", "empty"),
+    ("ALTER TABLE s.t ADD COLUMN g INT DEFAULT 1+2", "constant"),
+    ("ALTER TABLE s.t ADD COLUMN g BOOLEAN DEFAULT true", "constant"),
+    ("ALTER TABLE s.t ADD COLUMN g DATE DEFAULT DATE '2024-13-45'", "DEFAULT"),
+    ("ALTER TABLE s.t ADD COLUMN g INT DEFAULT 'abc'", "not a valid"),
+    ("ALTER TABLE s.t RENAME TO e.t2", "another schema"),
+    ("CREATE TABLE othercat.s.q9 (a INT)", "too many parts"),
+    ("DROP TABLE othercat.s.t", "too many parts"),
+    ("CREATE SCHEMA othercat.x", "too many parts"),
+    ("COMMENT ON COLUMN othercat.s.t.a IS 'x'", "schema.]table.column"),
 ]
 
 

@@ -268,6 +268,8 @@ class _Cursor:
         if tok.token_type in (TokenType.NUMBER, TokenType.L_PAREN, TokenType.R_PAREN, TokenType.COMMA,
                               TokenType.DOT):
             raise QueryError(f"expected a name, got {tok.text!r}")
+        if not tok.text:  # DuckDB cannot read a table or column with an empty name
+            raise QueryError("a name cannot be empty")
         self.i += 1
         return tok.text
 
@@ -279,8 +281,8 @@ class _Cursor:
 
     def name(self) -> Name:
         parts = self.path()
-        if len(parts) > 3:
-            raise QueryError(f"name {'.'.join(parts)!r} has too many parts")
+        if len(parts) > 2:  # a catalog part would be ignored: the lake is the catalog named on the command line
+            raise QueryError(f"name {'.'.join(parts)!r} has too many parts (use schema.name)")
         return Name(parts[-2] if len(parts) > 1 else None, parts[-1])
 
     def string_or_null(self) -> str | None:
@@ -382,6 +384,14 @@ def parse_ddl(sql: str) -> Statement:
     return st
 
 
+def _schema_name(cur: _Cursor) -> str:
+    """A schema name: one part (a catalog part would be ignored)."""
+    parts = cur.path()
+    if len(parts) > 1:
+        raise QueryError(f"schema name {'.'.join(parts)!r} has too many parts")
+    return parts[0]
+
+
 def _create(cur: _Cursor) -> Statement:
     or_replace = cur.accept("OR", "REPLACE")
     if cur.peek() in ("TEMP", "TEMPORARY", "GLOBAL"):
@@ -391,8 +401,7 @@ def _create(cur: _Cursor) -> Statement:
         if or_replace:
             raise QueryError("CREATE OR REPLACE SCHEMA is not supported")
         exists = cur.accept("IF", "NOT", "EXISTS")
-        parts = cur.path()
-        return CreateSchema(parts[-1], exists)
+        return CreateSchema(_schema_name(cur), exists)
     if cur.accept("VIEW"):
         exists = cur.accept("IF", "NOT", "EXISTS")
         view = cur.name()
@@ -461,10 +470,10 @@ def _partition_keys(cur: _Cursor) -> tuple[PartitionRequest, ...]:
 def _drop(cur: _Cursor) -> Statement:
     if cur.accept("SCHEMA") or cur.accept("DATABASE"):
         exists = cur.accept("IF", "EXISTS")
-        parts = cur.path()
+        name = _schema_name(cur)
         cascade = cur.accept("CASCADE")
         cur.accept("RESTRICT")
-        return DropSchema(parts[-1], exists, cascade)
+        return DropSchema(name, exists, cascade)
     if cur.accept("TABLE"):
         exists = cur.accept("IF", "EXISTS")
         return DropTable(cur.name(), exists)
@@ -477,7 +486,10 @@ def _drop(cur: _Cursor) -> Statement:
 def _alter_table(cur: _Cursor) -> Statement:
     table = cur.name()
     if cur.accept("RENAME", "TO"):
-        return RenameTable(table, cur.name().name)
+        target = cur.name()
+        if target.schema is not None and target.schema != table.schema_name:
+            raise QueryError(f"RENAME TO {target.schema}.{target.name}: a table cannot move to another schema")
+        return RenameTable(table, target.name)
     if cur.accept("RENAME", "COLUMN"):
         path = cur.path()
         cur.expect("TO")
@@ -550,9 +562,9 @@ def _comment(cur: _Cursor) -> Statement:
         return Comment(kind, target, (), cur.string_or_null())
     if cur.accept("COLUMN"):
         parts = cur.path()
-        if len(parts) < 2:
-            raise QueryError("COMMENT ON COLUMN needs table.column")
-        # `t.c`, `s.t.c`, `catalog.s.t.c` (DuckDB's reading; nested fields cannot be named here)
+        if not 2 <= len(parts) <= 3:
+            raise QueryError("COMMENT ON COLUMN needs [schema.]table.column")
+        # `t.c`, `s.t.c` (DuckDB's reading; nested fields cannot be named here)
         table = Name(parts[-3] if len(parts) > 2 else None, parts[-2])
         cur.expect("IS")
         return Comment("column", table, (parts[-1],), cur.string_or_null())
