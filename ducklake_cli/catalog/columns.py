@@ -9,17 +9,15 @@ added inside a struct get `nulls_allowed false`; DEFAULT and NOT NULL changes ma
 
 from __future__ import annotations
 
-import decimal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import and_, delete, func, select, update
+from sqlalchemy import and_, delete, select, update
 
 from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.models import ColumnInfo, TableInfo
 from ducklake_cli.catalog.transaction import Transaction
-from ducklake_cli.catalog.types import FLOAT_TYPES, INT_TYPES, decimal_parts
 from ducklake_cli.catalog.writes import column_rows, create_inlined_table
 from ducklake_cli.errors import QueryError
 
@@ -39,63 +37,20 @@ _LITERAL, _EXPRESSION = "literal", "expression"
 
 @dataclass(frozen=True)
 class Default:
-    """A column default as DuckDB records it: what old rows read, the default's text, and its kind."""
+    """A column default as DuckDB records it: what old rows read (`initial_default`), the default's text, its kind
+    (`literal` or `expression`)."""
 
     initial: str | None
     value: str
     kind: str = _LITERAL
 
-    @property
-    def is_literal(self) -> bool:
-        """Whether the default is a constant (an expression default is evaluated per insert)."""
-        return self.kind == _LITERAL
-
 
 NO_DEFAULT = Default(None, "NULL")
-
-
-def literal_default(type_name: str, text: str | None) -> Default:
-    """The default of a literal (`text` unquoted; None for NULL): old rows read it cast to the column's type."""
-    if text is None:
-        return NO_DEFAULT
-    return Default(_cast_text(type_name, text), text)
-
-
-def expression_default(sql: str) -> Default:
-    """An expression default (DuckDB SQL text, e.g. `(1 + 1)`): new rows only, never substituted into old ones."""
-    return Default(None, sql, _EXPRESSION)
-
-
-def _cast_text(type_name: str, text: str) -> str:
-    """A literal cast to `type_name`, rendered as DuckDB renders the value (`3` as decimal(10,2) → `3.00`)."""
-    try:
-        if type_name in INT_TYPES:
-            return str(int(decimal.Decimal(text)))
-        if type_name in FLOAT_TYPES:
-            return repr(float(text))
-        parts = decimal_parts(type_name)
-        if parts is not None:
-            return str(decimal.Decimal(text).quantize(decimal.Decimal(1).scaleb(-parts[1])))
-    except (decimal.InvalidOperation, ValueError):
-        raise QueryError(f"default {text!r} is not a valid {type_name}") from None
-    return text
-
-
-def default_of(col: ColumnInfo) -> Default:
-    """The column's current default."""
-    return Default(col.initial_default, col.default_value or "NULL", col.default_value_type or _LITERAL)
 
 
 def promotion_allowed(old_type: str, new_type: str) -> bool:
     """Whether DuckLake allows changing a column of `old_type` to `new_type` (a widening promotion)."""
     return old_type == new_type or new_type in _PROMOTIONS.get(old_type, frozenset())
-
-
-def next_column_id(tx: Transaction, table_id: int) -> int:
-    """The first column id never used by the table (over all versions, dropped columns included)."""
-    c = s.column_t
-    top = tx.execute(select(func.max(c.c.column_id)).where(c.c.table_id == table_id)).scalar()
-    return int(top or 0) + 1
 
 
 def table_altered(tx: Transaction, table: TableInfo, *, versioned: bool = True, new_inlined: bool = True,
@@ -208,7 +163,7 @@ def add_column(tx: Transaction, table: TableInfo, col: ColumnInfo, *, parent_id:
     if parent_id is not None and column(table, parent_id).type != "struct":
         raise QueryError(f"fields can only be added to a struct; {column(table, parent_id).name!r} is "
                          f"{column(table, parent_id).type}")
-    (numbered,), _ = _number([col], next_column_id(tx, table.table_id), parent_id)
+    (numbered,), _ = _number([col], tx.reader.next_column_id(table.table_id), parent_id)
     if parent_id is None:
         new = _fresh(numbered, default, tx.snapshot_id)
     else:
@@ -227,6 +182,7 @@ def add_column(tx: Transaction, table: TableInfo, col: ColumnInfo, *, parent_id:
 def drop_column(tx: Transaction, table: TableInfo, column_id: int, *, inline: bool = True) -> TableInfo:
     """Drop a column (or struct field) and everything under it; the last top-level column cannot go."""
     col = column(table, column_id)
+    _refuse_inside(table, col, "drop")
     if col.parent_column is None and len(table.columns) == 1:
         raise QueryError(f"cannot drop {col.name!r}: it is the only column of {table.qualified_name}")
     if col.parent_column is not None and len(column(table, col.parent_column).children) == 1:
@@ -238,6 +194,15 @@ def drop_column(tx: Transaction, table: TableInfo, column_id: int, *, inline: bo
     return table
 
 
+def _refuse_inside(table: TableInfo, col: ColumnInfo, verb: str) -> None:
+    """Only top-level columns and struct fields can be renamed or dropped (a list's element or a map's key and
+    value cannot: DuckDB refuses, and its readers would no longer find them)."""
+    if col.parent_column is not None and column(table, col.parent_column).type != "struct":
+        parent = column(table, col.parent_column)
+        raise QueryError(f"cannot {verb} {col.name!r} of {parent.name!r}: it is part of a {parent.type}, "
+                         "not a struct field")
+
+
 def _subtree(col: ColumnInfo) -> list[ColumnInfo]:
     return [col, *(d for k in col.children for d in _subtree(k))]
 
@@ -246,6 +211,7 @@ def rename_column(tx: Transaction, table: TableInfo, column_id: int, new_name: s
                   inline: bool = True) -> TableInfo:
     """Rename a column or struct field (its id, and so every file's data, stays)."""
     col = column(table, column_id)
+    _refuse_inside(table, col, "rename")
     siblings = table.columns if col.parent_column is None else column(table, col.parent_column).children
     if any(c.name.lower() == new_name.lower() and c.column_id != column_id for c in siblings):
         raise QueryError(f"cannot rename {col.name!r} to {new_name!r}: a column with that name already exists")
@@ -294,7 +260,7 @@ def _retype(tx: Transaction, table: TableInfo, old: ColumnInfo, new: ColumnInfo)
 
 def _add_field(tx: Transaction, table: TableInfo, parent_id: int, field: ColumnInfo) -> TableInfo:
     """A field a struct retype adds: DuckDB writes it like a new top-level column (nullable)."""
-    (numbered,), _ = _number([field], next_column_id(tx, table.table_id), parent_id)
+    (numbered,), _ = _number([field], tx.reader.next_column_id(table.table_id), parent_id)
     new = replace(_fresh(numbered, NO_DEFAULT, tx.snapshot_id), parent_column=parent_id)
     tx.insert(s.column_t, column_rows(tx, table.table_id, [new]))
     return replace(table, columns=_map(table.columns, parent_id, lambda p: replace(p, children=(*p.children, new))))

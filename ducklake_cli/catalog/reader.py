@@ -311,6 +311,12 @@ class MetadataReader(FileQueries):
                                  .order_by(t.c.begin_snapshot)).all()
         return [(int(r.begin_snapshot), int(r.schema_version)) for r in rows]
 
+    def next_column_id(self, table_id: int) -> int:
+        """The first column id the table never used (over all versions, dropped columns included; spec §5.2)."""
+        c = s.column_t
+        top = self.conn.execute(select(func.max(c.c.column_id)).where(c.c.table_id == table_id)).scalar()
+        return int(top or 0) + 1
+
     def schema_version_snapshot(self, table_id: int, schema_version: int, fallback: int) -> int:
         """A snapshot at which the table had this schema version (to read an inlined table's column names)."""
         sv = s.schema_versions_t

@@ -271,16 +271,9 @@ def _read(lake: Lake, target: _Target, *, source: Sequence[str], query: str | No
 
 
 def _next_column_id(lake: Lake, table: TableInfo) -> int:
-    """The id the table's next new column gets: one past every id any version of it used (checked at commit)."""
-    def ids(cols: Sequence[ColumnInfo]) -> list[int]:
-        return [i for c in cols for i in (c.column_id, *ids(c.children))]
-
-    seen = ids(table.columns)
+    """The id the table's next new column gets (checked again at commit)."""
     with lake.reader() as r:
-        for begin, _ in r.table_schema_versions(table.table_id):
-            for version in r.tables(begin, table_ids=[table.table_id]):
-                seen += ids(version.columns)
-    return max(seen, default=0) + 1
+        return r.next_column_id(table.table_id)
 
 
 def _evolve(tx: Transaction, table: TableInfo, evolution: Evolution, *, inline: bool) -> TableInfo:
