@@ -14,7 +14,13 @@ from ducklake_cli.catalog.models import ColumnInfo, SchemaInfo, SortKey, TableIn
 from ducklake_cli.catalog.partitions import PartitionRequest, resolve_partition
 from ducklake_cli.catalog.writes import create_table, ensure_schema
 from ducklake_cli.engine.planning import ddl_plan as p
-from ducklake_cli.engine.planning.ddl_render import DefaultSpec, TypeSpec, expression_columns, typed_default
+from ducklake_cli.engine.planning.ddl_render import (
+    DefaultSpec,
+    TypeSpec,
+    expression_columns,
+    rename_in_expression,
+    typed_default,
+)
 from ducklake_cli.errors import NotFoundError, QueryError, UsageError
 from ducklake_cli.ops.results import Section
 
@@ -317,7 +323,16 @@ def _drop_column(state: _State, st: p.DropColumn) -> None:
 
 def _rename_column(state: _State, st: p.RenameColumn) -> None:
     table, col = state.column(st.table, st.path)
-    columns.rename_column(state.tx, table, col.column_id, st.new_name, inline=state.inlines(table))
+    renamed = columns.rename_column(state.tx, table, col.column_id, st.new_name, inline=state.inlines(table))
+    if col.parent_column is None and table.sort_keys:
+        # sort expressions name columns (partitions use ids): DuckDB writes a new spec with the new name, and
+        # spends a catalog id on any top-level rename of a sorted table even when no expression changes
+        if any(col.name.lower() in expression_columns(k.expression) for k in table.sort_keys):
+            keys = [replace(k, expression=rename_in_expression(k.expression, col.name, st.new_name))
+                    for k in table.sort_keys]
+            ddl.set_sort(state.tx, renamed, keys)
+        else:
+            state.tx.catalog_id()
 
 
 def _alter_type(state: _State, st: p.AlterColumnType) -> None:

@@ -78,6 +78,15 @@ SEQUENCES = [
         ddl("ALTER TABLE t RESET SORTED BY"),
         ddl("ALTER TABLE t SET SORTED BY (b)"),
     ), (MORE, "ALTER TABLE t RESET SORTED BY")),
+    DdlSequence("rename_sort_columns", ROWS, (
+        ddl("ALTER TABLE t SET PARTITIONED BY (a)"),
+        ddl("ALTER TABLE t SET SORTED BY (a DESC, f + 1)"),
+        ddl("ALTER TABLE t RENAME COLUMN a TO c"),
+        ddl("ALTER TABLE t RENAME COLUMN f TO \"G g\"", "ALTER TABLE t RENAME COLUMN f TO `G g`"),
+        ddl("ALTER TABLE t RENAME COLUMN b TO d"),
+        ddl("ALTER TABLE t RENAME COLUMN s.x TO z"),
+        ddl("ALTER TABLE t RENAME COLUMN C TO a"),
+    ), (MORE.replace("b)", "d)"), "ALTER TABLE t SET SORTED BY (a)")),
     DdlSequence("comments", ROWS, (
         ddl("COMMENT ON TABLE t IS 'first'"),
         ddl("COMMENT ON TABLE t IS 'second'"),

@@ -190,6 +190,22 @@ def expression_columns(duckdb_sql: str) -> set[str]:
     return {c.name.lower() for c in tree.find_all(exp.Column)}
 
 
+def rename_in_expression(duckdb_sql: str, old: str, new: str) -> str:
+    """A stored (DuckDB) sort expression with column `old` (any case, as DuckDB binds it) renamed to `new`, in
+    DuckDB's rendering (`(c + 1)` → `(d + 1)`)."""
+    what = f"sort expression {duckdb_sql}"
+    try:
+        with quiet_sqlglot():
+            tree = sqlglot.parse_one(duckdb_sql, read="duckdb")
+    except SqlglotError as exc:
+        raise QueryError(f"{what}: {syntax_message(exc)}") from None
+    for col in tree.find_all(exp.Column):
+        if not col.table and col.name.lower() == old.lower():
+            col.set("this", exp.to_identifier(new, quoted=True))
+    text, _ = _duck_sql("SELECT " + tree.sql(dialect="duckdb"), what)
+    return text.removeprefix("SELECT ")
+
+
 # ----- types -----------------------------------------------------------------------------------------------------
 
 _T = exp.DataType.Type
