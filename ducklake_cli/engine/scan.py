@@ -180,22 +180,33 @@ def _default(col: ColumnInfo, defaults: Mapping[int, object] | None = None) -> C
     return F.lit(col.initial_default).cast(spark_type(col))
 
 
-def _file_info(spark: SparkSession, plan: ScanPlan, keyed: dict[str, FileSource]) -> DataFrame:
+def _file_info(spark: SparkSession, plan: ScanPlan, groups: Sequence[Sequence[FileSource]]) -> DataFrame:
+    """One row per data file, keyed by (file key, read group): a path registered twice is read once per group and
+    joined to each of its data files, so every copy keeps its own file id, row ids and snapshot."""
     from pyspark.sql import types as T
 
     defaulted = sorted({cid for missing in plan.missing_columns.values() for cid in missing})
     schema = T.StructType([
-        T.StructField("__key", T.StringType()), T.StructField("__file_id", T.LongType()),
+        T.StructField("__key", T.StringType()), T.StructField("__grp", T.LongType()),
+        T.StructField("__file_id", T.LongType()),
         T.StructField("__row_id_start", T.LongType()), T.StructField("__snap_filter", T.BooleanType()),
         T.StructField("__begin", T.LongType()),
         *[T.StructField(f"__missing_{cid}", T.BooleanType()) for cid in defaulted],
     ])
     rows = [
-        (key, f.data_file_id, f.row_id_start, f.needs_snapshot_filter, f.begin_snapshot,
+        (file_key(f.path), grp, f.data_file_id, f.row_id_start, f.needs_snapshot_filter, f.begin_snapshot,
          *[cid in plan.missing_columns.get(f.data_file_id, ()) for cid in defaulted])
-        for key, f in keyed.items()
+        for grp, files in enumerate(groups) for f in files
     ]
     return _local_frame(spark, schema, rows)
+
+
+def _distinct_paths(files: Sequence[FileSource]) -> list[FileSource]:
+    """One file per path (the first), in order: Spark reads a path given twice only once or twice, never per copy."""
+    seen: dict[str, FileSource] = {}
+    for f in files:
+        seen.setdefault(f.path, f)
+    return list(seen.values())
 
 
 def _local_frame(spark: SparkSession, schema: Any, rows: Sequence[tuple[Any, ...]]) -> DataFrame:
@@ -339,33 +350,41 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_
     missing = {cid for m in plan.missing_columns.values() for cid in m}
     deletes = _deletes(spark, plan, extra_deletes) if plan.files else None
     snap_filter = any(f.needs_snapshot_filter for f in plan.files)
-    keyed = with_rowid or with_lineage or with_location or snap_filter or bool(missing) or deletes is not None
+    shared_path = len({f.path for f in plan.files}) < len(plan.files)  # one file registered twice: read per copy
+    keyed = (with_rowid or with_lineage or with_location or snap_filter or bool(missing) or deletes is not None
+             or shared_path)
     fallback = any(needs_fallback(c) for c in columns)
     if plain and not keyed and not by_mapping and not plan.inlined and not fallback:
         return _read_direct(spark, plain, columns)
+    groups: list[list[FileSource]] = []  # one read per group, each path once
     raw_parts: list[DataFrame] = []
     if plain:
+        groups.append(plain)
+        reads = _distinct_paths(plain)
         if fallback:
             from ducklake_cli.engine.fallback import read_files
 
-            raw = read_files(spark, [(f.path, file_key(f.path)) for f in plain], columns,
+            raw = read_files(spark, [(f.path, file_key(f.path)) for f in reads], columns,
                              storage_options=plan.storage_options)
             raw_parts.append(raw.select(
                 *[F.col(f"c{c.column_id}").alias(_col_name(c.column_id)) for c in columns],
                 ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN, F.col("__file").alias("__key"), "__pos",
             ))
         else:
-            raw_parts.append(_read_native(spark, plain, columns, keyed=keyed))
+            raw_parts.append(_read_native(spark, reads, columns, keyed=keyed))
     for mapping_id, files in by_mapping.items():
         mapping = plan.name_mappings.get(mapping_id, ())
         for pyarrow in (False, True):
             group = [f for f in files if (f.data_file_id in plan.pyarrow_files) == pyarrow]
             if group:
-                raw_parts.append(_read_mapped(spark, group, columns, mapping, plan.defaults, pyarrow=pyarrow,
-                                              storage_options=plan.storage_options))
+                groups.append(group)
+                raw_parts.append(_read_mapped(spark, _distinct_paths(group), columns, mapping, plan.defaults,
+                                              pyarrow=pyarrow, storage_options=plan.storage_options))
 
     if raw_parts:
-        if not keyed:
+        if keyed:
+            raw_parts = [p.withColumn("__grp", F.lit(g).cast("bigint")) for g, p in enumerate(raw_parts)]
+        else:
             raw_parts = [p.select(*names) for p in raw_parts]
         data = raw_parts[0]
         for p in raw_parts[1:]:
@@ -374,8 +393,7 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_
             # The common case (no deletes, defaults, partial files or row ids): no per-row file lookup at all.
             parts.append(data.select(*names, F.lit(None).cast("bigint").alias("__rowid")))
         else:
-            by_key = {file_key(f.path): f for f in plan.files}
-            data = data.join(F.broadcast(_file_info(spark, plan, by_key)), "__key")
+            data = data.join(F.broadcast(_file_info(spark, plan, groups)), ["__key", "__grp"])
             if snap_filter:
                 data = data.where(~F.col("__snap_filter") | (F.col(SNAPSHOT_ID_COLUMN) <= F.lit(plan.snapshot_id)))
             if deletes is not None:

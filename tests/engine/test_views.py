@@ -142,3 +142,61 @@ def test_views_and_views_on_views(spot: Spot, spark: Any) -> None:
         assert list(run_query(lake, "SELECT * FROM small_count").rows) == [tuple(r) for r in expected]
         got = run_query(lake, "SELECT full_name FROM main.small WHERE id < 10").rows
         assert sorted(got) == [tuple(r) for r in names]
+
+
+# Statements naming the virtual rowid: DuckDB's `*` never expands to it; each equal to DuckDB's result.
+ROWID_QUERIES = [
+    "SELECT rowid, * FROM t",
+    "SELECT t.*, rowid FROM t WHERE rowid > 0",
+    "SELECT * FROM t a JOIN u b ON a.rowid = b.id",
+    "SELECT * FROM v_rowid",
+    "SELECT rowid, * FROM r",
+    "SELECT sum(id) AS s, count(*) AS n FROM r",
+    "SELECT rowid, * FROM own",
+]
+
+
+@pytest.mark.parametrize("spot", ["sqlite"], indirect=True)
+def test_rowid_star_and_file_registered_twice(spot: Spot, spark: Any) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ducklake_cli import api
+
+    registered = spot.data_path.parent / "r.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32())}), registered)
+    con = oracle_connect()
+    try:
+        con.execute(spot.attach())
+        con.execute("USE lake")
+        con.execute("CREATE TABLE t (id INTEGER, s VARCHAR)")
+        con.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        con.execute("CREATE TABLE u (id BIGINT)")
+        con.execute("INSERT INTO u VALUES (0), (2)")
+        con.execute("CREATE TABLE own (rowid INTEGER, x INTEGER)")  # a real rowid column shadows the virtual one
+        con.execute("INSERT INTO own VALUES (7, 1)")
+        con.execute("CREATE VIEW v_rowid AS SELECT rowid AS r, * FROM t")
+        con.execute("CREATE TABLE r (id INTEGER)")
+        for _ in range(2):  # DuckDB registers the same file twice: each copy gets its own row ids
+            con.execute(f"CALL ducklake_add_data_files('lake', 'r', '{registered}')")
+        expected = {}
+        for q in ROWID_QUERIES:
+            cur = con.execute(q)
+            expected[q] = ([d[0] for d in cur.description], cur.fetchall())
+        con.execute("USE memory")
+        con.execute("DETACH lake")
+    finally:
+        con.close()
+    with ducklake_cli.connect(spot.catalog, read_only=True) as lake:
+        for q, (columns, rows) in expected.items():
+            got = run_query(lake, q)
+            assert list(got.columns) == columns, q
+            assert _sorted(got.rows) == _sorted(rows), q
+    with api.connect(str(spot.catalog)) as lk:  # a delete writes each copy's own deletes
+        lk.delete("r", "id = 1")
+    con = oracle_connect()
+    try:
+        con.execute(spot.attach())
+        assert con.execute("SELECT rowid, id FROM lake.r ORDER BY rowid").fetchall() == [(1, 2), (3, 2)]
+    finally:
+        con.close()

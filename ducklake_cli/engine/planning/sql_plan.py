@@ -88,7 +88,9 @@ def _plan_refs(reader: MetadataReader, parsed: ParsedQuery, *, snapshot: Snapsho
                              schemas=schemas, predicates=parsed.predicates_for(ref),
                              storage_options=storage_options)
             out.scans.append(plan)
-            out.views.append((view_name, plan, parsed.uses_rowid()))
+            # A table's own column named rowid shadows the virtual one, as in DuckDB.
+            with_rowid = parsed.uses_rowid() and all(c.name.lower() != "rowid" for c in plan.columns)
+            out.views.append((view_name, plan, with_rowid))
             continue
         lake_views = {f"{v.schema_name}.{v.name}".lower(): v for v in reader.views(sid)}
         view = lake_views.get(wanted)
@@ -105,5 +107,6 @@ def _plan_refs(reader: MetadataReader, parsed: ParsedQuery, *, snapshot: Snapsho
         inner.view, inner.column_aliases = qualified, view_column_aliases(view.column_aliases)
         out.scans.extend(inner.scans)
         out.views.append((view_name, inner, False))
-    out.spark_sql = parsed.rewrite(views)
+    rowid_views = frozenset(name for name, source, with_rowid in out.views if with_rowid)
+    out.spark_sql = parsed.rewrite(views, rowid_views)
     return out

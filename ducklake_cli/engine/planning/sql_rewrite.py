@@ -35,6 +35,7 @@ _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?
 _TOKEN = re.compile(r"<Token token_type: TokenType\.(\w+), text: (.*?), line: \d+, col: \d+.*?>")
 _PLACEHOLDER = "{DUCKLAKE_CATALOG}"
 _LAKE = "__ducklake_catalog__"
+ROWID_NAME = "rowid"
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,9 @@ class ParsedQuery:
             seen.setdefault(ref.key, ref)
         return list(seen.values())
 
-    def rewrite(self, views: Mapping[TableRef, str]) -> str:
-        """Spark SQL reading each table from its temp view, keeping (or adding) the table's alias."""
+    def rewrite(self, views: Mapping[TableRef, str], rowid_views: frozenset[str] = frozenset()) -> str:
+        """Spark SQL reading each table from its temp view, keeping (or adding) the table's alias; `*` leaves out
+        the virtual `rowid` of the views in `rowid_views`, as DuckDB's `*` does."""
         by_key = {ref.key: name for ref, name in views.items()}
         tree = self.tree.copy()
         bare: dict[tuple[str, str], exp.Identifier] = {}  # written name of an unaliased table -> its new name
@@ -98,6 +100,8 @@ class ParsedQuery:
                 col.set("table", new.copy())
                 col.set("db", None)
                 col.set("catalog", None)
+        if rowid_views:
+            _hide_rowid(tree, rowid_views)
         return tree.sql(dialect="spark")
 
     def predicates_for(self, ref: TableRef) -> list[Predicate]:
@@ -138,7 +142,31 @@ class ParsedQuery:
 
     def uses_rowid(self) -> bool:
         """Whether the statement names DuckLake's virtual `rowid` column anywhere."""
-        return any(col.name.lower() == "rowid" for col in self.tree.find_all(exp.Column))
+        return any(col.name.lower() == ROWID_NAME for col in self.tree.find_all(exp.Column))
+
+
+def _hide_rowid(tree: exp.Expr, rowid_views: frozenset[str]) -> None:
+    """`*` and `t.*` over a temp view carrying the virtual `rowid` become `* EXCEPT (t.rowid)`: DuckDB's star
+    never expands to it."""
+    for select in tree.find_all(exp.Select):
+        from_ = select.args.get("from_")
+        sources = [from_.this if from_ else None, *(j.this for j in select.args.get("joins") or [])]
+        names = [s.args["alias"].this if s.args.get("alias") else s.this for s in sources
+                 if isinstance(s, exp.Table) and s.name in rowid_views]
+        if not names:
+            continue
+        for item in select.expressions:
+            if isinstance(item, exp.Star):
+                hidden = names
+            elif isinstance(item, exp.Column) and isinstance(item.this, exp.Star) and item.table:
+                hidden = [n for n in names if n.name.lower() == item.table.lower()]
+                item = item.this
+            else:
+                continue
+            if hidden:
+                item.set("except_", [*(item.args.get("except_") or []),
+                                     *(exp.Column(this=exp.to_identifier(ROWID_NAME), table=n.copy())
+                                       for n in hidden)])
 
 
 def parse_query(sql: str, *, bound: frozenset[str] = frozenset()) -> ParsedQuery:
