@@ -107,6 +107,8 @@ BAD = [
     ("DROP TABLE othercat.s.t", "too many parts"),
     ("CREATE SCHEMA othercat.x", "too many parts"),
     ("COMMENT ON COLUMN othercat.s.t.a IS 'x'", "schema.]table.column"),
+    ("ALTER TABLE s.t SET PARTITIONED BY (bucket(0, a))", "PARTITIONED BY 'bucket(0, a)': the bucket count"),
+    ("ALTER TABLE s.t SET PARTITIONED BY (trunc(a))", "PARTITIONED BY 'trunc(a)' is not a column"),
 ]
 
 

@@ -20,7 +20,7 @@ from ducklake_cli.engine.planning.ddl_render import (
     tokens,
     view_sql,
 )
-from ducklake_cli.errors import QueryError
+from ducklake_cli.errors import QueryError, UsageError
 
 # ----- statements ------------------------------------------------------------------------------------------------
 
@@ -464,7 +464,10 @@ def _partition_keys(cur: _Cursor) -> tuple[PartitionRequest, ...]:
         if "." in low.replace("`", "").split("(")[-1] and not low.startswith(('"', "`")):
             raise QueryError(f"PARTITIONED BY {item.strip()}: nested fields cannot be partition keys")
         items.append(low)
-    return tuple(parse_partition_by(items))
+    try:
+        return tuple(parse_partition_by(items))
+    except UsageError as exc:  # worded for write's --partition-by option; here it is bad DDL (exit 1)
+        raise QueryError(f"PARTITIONED BY {str(exc).removeprefix('--partition-by ')}") from None
 
 
 def _drop(cur: _Cursor) -> Statement:
