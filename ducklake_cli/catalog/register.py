@@ -153,7 +153,8 @@ def _table_stats(tx: Transaction, table: TableInfo, old: object, files: Sequence
                  next_row: int) -> None:
     """`ducklake_table_stats` grown and `ducklake_table_column_stats` merged from the footer stats as DuckDB merges
     them: an unknown null count makes contains_null unknown for good; a file with values but no bounds makes the
-    bounds unknown until a later file brings some, which then become the bounds."""
+    bounds unknown until a later file brings some, which then become the bounds. Once the table has stats, a column
+    without a row (absent from the files seen then) never gets one."""
     ts = s.table_stats_t
     records = sum(f.record_count for f in files)
     size = sum(f.file_size_bytes for f in files)
@@ -178,6 +179,8 @@ def _table_stats(tx: Transaction, table: TableInfo, old: object, files: Sequence
             row = current.get(st.column_id)
             lo, hi = (_typed(st.min_value, typ), _typed(st.max_value, typ))
             if row is None:
+                if old is not None:  # DuckDB updates the existing rows only: a column without one gets none
+                    continue
                 touched.setdefault(st.column_id, False)
                 current[st.column_id] = {"contains_null": has_null, "contains_nan": None, "min_value": lo,
                                          "max_value": hi}

@@ -28,7 +28,10 @@ def register(
                                                   "(quote it: 'data/*.parquet', 's3://bucket/events/**/*.parquet').",
                                                   show_default=False)] = None,
     hive_partitioning: Annotated[bool, typer.Option("--hive-partitioning", help="Read column values from "
-                                                    "key=value directories in the paths.")] = False,
+                                                    "key=value directories in the paths (the default, as "
+                                                    "DuckDB's).")] = False,
+    no_hive_partitioning: Annotated[bool, typer.Option("--no-hive-partitioning", help="Do not read key=value "
+                                                       "directories (DuckDB's hive_partitioning => false).")] = False,
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Accept files that lack some of the "
                                                 "table's columns (they read as the column default).")] = False,
     ignore_extra_columns: Annotated[bool, typer.Option("--ignore-extra-columns", help="Accept files with columns "
@@ -44,7 +47,7 @@ def register(
 
     Nothing is copied or rewritten, and Spark is not started.
     Columns are matched by name (any order, any case) and their types checked.
-    With --hive-partitioning, key=value directories give column and partition values.
+    Key=value directories in the paths give column and partition values (--hive-partitioning, the default).
     Each file is recorded with its absolute path, a name mapping and its footer statistics, all in one snapshot.
     A file that does not fit the table is refused and nothing changes.
     The lake owns the files afterwards: DuckDB's compaction and cleanup may delete them (ours never deletes a file
@@ -56,15 +59,19 @@ def register(
 
       ducklake register lake.sqlite sales.orders '/data/orders/*.parquet' --allow-missing
 
-      ducklake register prod logs 's3://bucket/logs/**/*.parquet' --hive-partitioning -m "import from Hive"
+      ducklake register prod logs 's3://bucket/logs/**/*.parquet' -m "import from Hive"
+
+      ducklake register lake.sqlite raw '/data/raw/k=1/*.parquet' --no-hive-partitioning --allow-missing
     """
     if catalog is not None and table is not None and pattern is None:  # `register TABLE PATH` (CATALOG from env)
         catalog, table, pattern = None, catalog, table
     if table is None or pattern is None:
         raise UsageError("missing TABLE or PATH|GLOB", hint="usage: ducklake register [CATALOG] TABLE PATH|GLOB")
+    if hive_partitioning and no_hive_partitioning:
+        raise UsageError("--hive-partitioning and --no-hive-partitioning exclude each other")
     from ducklake_cli.ops.register import register as run
 
     with lake_command(catalog, data_path=data_path, metadata_schema=metadata_schema, read_only=False) as lake:
-        result = run(lake, table, pattern, hive_partitioning=hive_partitioning, allow_missing=allow_missing,
+        result = run(lake, table, pattern, hive_partitioning=not no_hive_partitioning, allow_missing=allow_missing,
                      ignore_extra_columns=ignore_extra_columns, author=author, message=msg)
         render(result, fmt)

@@ -206,9 +206,10 @@ class _Walk:
                prefix: str, nested: bool) -> set[int]:
         seen: set[int] = set()
         for name, f in fields:
-            col = cols[0] if nested and name == "list" and cols else (
-                next((c for c in cols if c.name == name), None) if nested and name in ("key", "value")
-                else _match(name, cols))
+            free = [c for c in cols if c.column_id not in seen]  # DuckDB: a column matched once is taken
+            col = free[0] if nested and name == "list" and free else (
+                next((c for c in free if c.name == name), None) if nested and name in ("key", "value")
+                else _match(name, free))
             if col is None:
                 if not self.ignore_extra:
                     raise InputError(f'column "{prefix}{f.name}" of {self.path} is not in the table',
@@ -356,17 +357,18 @@ def _partition_values(path: str, table: TableInfo, walk: _Walk, stats: list[File
     if len(hits) != len(fields) or any(h not in keys for h in hits):
         raise InputError(f"{path} has no hive values for exactly the table's partition keys",
                          hint="partitioned tables take files in key=value directories of their partition keys "
-                              "(--hive-partitioning)")
+                              "(not with --no-hive-partitioning)")
     for f in fields:
         if f.transform == "identity":
             values[f.key_index] = walk.hive_hits.get(f.column_id)
     return [values.get(f.key_index) for f in fields]
 
 
-def register(lake: Lake, table: str, pattern: str, *, hive_partitioning: bool = False, allow_missing: bool = False,
+def register(lake: Lake, table: str, pattern: str, *, hive_partitioning: bool = True, allow_missing: bool = False,
              ignore_extra_columns: bool = False, author: str | None = None,
              message: str | None = None) -> RegisterResult:
-    """Register the Parquet files `pattern` names into `table` as one snapshot (metadata only)."""
+    """Register the Parquet files `pattern` names into `table` as one snapshot (metadata only); `key=value`
+    directories are read unless `hive_partitioning` is False (DuckDB's default reads them too)."""
     from ducklake_cli.storage.parquet import glob_files, read_footer
 
     if not pattern.strip():

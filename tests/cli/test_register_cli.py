@@ -42,8 +42,11 @@ def test_register_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkey
     assert got["skipped"] == [str(tmp_path / "g-empty.parquet")]  # DuckDB registers no empty file either
     code, out, _ = run_main(capsys, "register", "--help")
     assert code == 0 and "ducklake_add_data_files" in out and "--hive-partitioning" in out and "Examples" in out
+    assert "--no-hive-partitioning" in out
     code, _, err = run_main(capsys, "register", "t")
     assert code == 2 and "missing TABLE or PATH|GLOB" in err
+    code, _, err = run_main(capsys, "register", "t", "f.parquet", "--hive-partitioning", "--no-hive-partitioning")
+    assert code == 2 and "exclude each other" in err
 
 
 def test_register_never_imports_pyspark(tmp_path: Path) -> None:

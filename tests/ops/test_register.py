@@ -42,6 +42,9 @@ DDL = (
     "CREATE TABLE hx (id INTEGER, region VARCHAR)",
     "CREATE TABLE py (id INTEGER, ts TIMESTAMP, region VARCHAR)",
     "ALTER TABLE py SET PARTITIONED BY (year(ts), region)",
+    "CREATE TABLE u (a BIGINT, k BIGINT)",
+    "CREATE TABLE r (a BIGINT, b VARCHAR)",
+    "CREATE TABLE rs (s STRUCT(x BIGINT, y BIGINT))",
 )
 # (table, path under the files directory, flags): DuckDB's named arguments and our keyword arguments alike.
 CALLS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -62,13 +65,32 @@ CALLS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("inl", "rgnull.parquet", ("allow_missing",)),  # a row group of NULLs only: the file has no bounds
     # transformed partition keys from their directories; the second file lacks ts (its stats come from the path)
     ("py", "py/*/*/*.parquet", ("hive_partitioning", "allow_missing")),
+    # DuckDB's default reads key=value directories (k = 5); hive_partitioning => false does not (k NULL)
+    ("u", "hu/k=5/f.parquet", ("allow_missing",)),
+    ("u", "hu/k=5/f.parquet", ("no_hive_partitioning", "allow_missing")),
+    # two file columns differing only in case: the first takes the table column, the second is extra
+    ("r", "dup.parquet", ("allow_missing", "ignore_extra_columns")),
+    ("r", "dup2.parquet", ("ignore_extra_columns",)),
+    ("rs", "sdup.parquet", ("allow_missing", "ignore_extra_columns")),
 )
+
+
+def duck_args(flags: tuple[str, ...]) -> str:
+    """DuckDB's named arguments for a call's flags (`no_hive_partitioning` is `hive_partitioning => false`)."""
+    return "".join(", hive_partitioning => false" if k == "no_hive_partitioning" else f", {k} => true"
+                   for k in flags)
+
+
+def our_register(lake: Lake, table: str, path: str, flags: tuple[str, ...]) -> None:
+    """Our `register` with a call's flags."""
+    register(lake, table, path, hive_partitioning="no_hive_partitioning" not in flags,
+             allow_missing="allow_missing" in flags, ignore_extra_columns="ignore_extra_columns" in flags)
 
 
 def write_files(d: Path) -> None:
     """The pyarrow-written files the twins register."""
     for sub in ("hive/region=eu", "hive/region=us", "mixed", "hv/year=2024", "hv/year=__HIVE_DEFAULT_PARTITION__",
-                "x=1/region=eu", "py/year=2024/region=eu", "py/year=2025/region=us"):
+                "x=1/region=eu", "py/year=2024/region=eu", "py/year=2025/region=us", "hu/k=5"):
         (d / sub).mkdir(parents=True, exist_ok=True)
     struct = pa.struct([("b", pa.string()), ("a", pa.int32())])
     pq.write_table(pa.table({"name": ["x", "y", None], "id": pa.array([3, 1, 2], pa.int32()),
@@ -108,6 +130,13 @@ def write_files(d: Path) -> None:
     pq.write_table(pa.table({"id": pa.array([1], pa.int32()), "ts": pa.array([dt.datetime(2024, 3, 5)])}),
                    d / "py/year=2024/region=eu/f.parquet")
     pq.write_table(pa.table({"id": pa.array([2], pa.int32())}), d / "py/year=2025/region=us/f.parquet")
+    pq.write_table(pa.table({"a": pa.array([1, 2], pa.int64())}), d / "hu/k=5/f.parquet")
+    pq.write_table(pa.table({"A": pa.array([1, 2], pa.int64()), "a": pa.array([3, 4], pa.int64())}),
+                   d / "dup.parquet")
+    pq.write_table(pa.table({"a": pa.array([5], pa.int64()), "A": pa.array([6], pa.int64()), "b": ["x"]}),
+                   d / "dup2.parquet")
+    pq.write_table(pa.table({"s": pa.array([{"X": 1, "x": 2}], pa.struct([("X", pa.int64()), ("x", pa.int64())]))}),
+                   d / "sdup.parquet")
 
 
 class Twins:
@@ -143,7 +172,7 @@ class Twins:
     def add_duckdb(self, calls: tuple[tuple[str, str, tuple[str, ...]], ...]) -> None:
         d = self.files("duck")
         self.duckdb(self.spots["duck"], [
-            f"CALL ducklake_add_data_files('lake', '{t}', '{d / p}'{''.join(f', {k} => true' for k in flags)})"
+            f"CALL ducklake_add_data_files('lake', '{t}', '{d / p}'{duck_args(flags)})"
             for t, p, flags in calls])
 
     def catalog(self, side: str) -> dict[str, list[tuple[Any, ...]]]:
@@ -184,11 +213,13 @@ def _twins_catalog_rows(twins: Twins) -> None:
     twins.add_duckdb(CALLS)
     with Lake.open(twins.spots["ours"].catalog) as lake:
         for table, path, flags in CALLS:
-            register(lake, table, str(twins.files("ours") / path), hive_partitioning="hive_partitioning" in flags,
-                     allow_missing="allow_missing" in flags, ignore_extra_columns="ignore_extra_columns" in flags)
+            our_register(lake, table, str(twins.files("ours") / path), flags)
     assert twins.catalog("ours") == twins.catalog("duck")
-    tables = ["t", "mixed", "h", "hp", "hv", "nested", "types", "inl", "hx", "py"]
+    tables = ["t", "mixed", "h", "hp", "hv", "nested", "types", "inl", "hx", "py", "u", "r", "rs"]
     assert twins.duck_rows("ours", tables) == twins.duck_rows("duck", tables)
+    read = twins.duck_rows("ours", ["u", "r", "rs"])
+    assert [r[1:] for r in read["u"]] == [(1, 5), (2, 5), (1, None), (2, None)]
+    assert [r[1:] for r in read["r"]] == [(1, None), (2, None), (5, "x")]
 
 
 @pytest.mark.parametrize("spot", ["sqlite"], indirect=True)
@@ -203,6 +234,8 @@ def test_register_refusals_change_nothing(spot: Spot, tmp_path: Path, capsys: py
     pq.write_table(pa.table({"id": pa.array([1], pa.int32()), "name": ["a"], "zz": [1]}), d / "extra.parquet")
     pq.write_table(pa.table({"id": pa.array([1], pa.int32()), "region": ["eu"]}), d / "flat.parquet")
     pq.write_table(pa.table({"id": pa.array([1], pa.int32())}), d / "region=eu" / "r.parquet")
+    pq.write_table(pa.table({"ID": pa.array([1], pa.int32()), "id": pa.array([2], pa.int32()), "name": ["a"]}),
+                   d / "dup.parquet")
     (d / "bad.parquet").write_bytes(b"not parquet")
     before = Path(spot.catalog).read_bytes()
     for args, text in [
@@ -213,8 +246,9 @@ def test_register_refusals_change_nothing(spot: Spot, tmp_path: Path, capsys: py
         (("t", str(d / "nothing*.parquet")), "no files match"),
         (("t", str(d / "bad.parquet")), "is not a Parquet file"),
         (("p", str(d / "flat.parquet")), "has no hive values for exactly the table's partition keys"),
-        (("p", str(d / "region=eu" / "r.parquet")), 'column "region" of the table is not in'),  # no hive flag
-        (("p", str(d / "region=eu" / "r.parquet"), "--allow-missing"), "no hive values"),
+        (("p", str(d / "region=eu" / "r.parquet"), "--no-hive-partitioning"), 'column "region" of the table is not'),
+        (("p", str(d / "region=eu" / "r.parquet"), "--allow-missing", "--no-hive-partitioning"), "no hive values"),
+        (("t", str(d / "dup.parquet"), "--allow-missing"), 'column "id" of ' + str(d / "dup.parquet") + " is not in"),
         (("nope", str(d / "flat.parquet")), "table main.nope does not exist"),
     ]:
         code, out, err = run_main(capsys, "register", spot.catalog, *args)
@@ -222,7 +256,7 @@ def test_register_refusals_change_nothing(spot: Spot, tmp_path: Path, capsys: py
         assert len(err.strip().splitlines()) == 1 and text in err, (args, err)
     assert Path(spot.catalog).read_bytes() == before
     code, out, err = run_main(capsys, "register", spot.catalog, "p", str(d / "region=eu" / "*.parquet"),
-                              "--hive-partitioning", "--format", "json")
+                              "--format", "json")  # key=value directories are read by default, as DuckDB's
     assert code == 0, err
     assert json.loads(out)["rows"] == 1
 
@@ -329,8 +363,7 @@ def test_register_s3_files(tmp_path: Path, s3_bucket: Any) -> None:
         if side == "ours":
             with Lake.open(spot.catalog, storage_options=s3.storage_options()) as lake:
                 for t, p, flag in calls:
-                    register(lake, t, root + p, hive_partitioning=flag == "hive_partitioning",
-                             allow_missing=flag == "allow_missing")
+                    register(lake, t, root + p, allow_missing=flag == "allow_missing")
         got = Twins.duckdb(spot, [f"SELECT * FROM __ducklake_metadata_lake.{t}" for t in CATALOG_TABLES])
         rows[side] = [sorted((tuple(v.replace(root, "") if isinstance(v, str) else v for v in r) for r in rs),
                              key=repr) for rs in got]
