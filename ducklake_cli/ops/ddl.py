@@ -388,6 +388,12 @@ def _create_view(state: _State, st: p.CreateView) -> None:
         if not st.or_replace:
             raise QueryError(f"view {st.view} already exists", hint="CREATE OR REPLACE VIEW replaces it")
         ddl.drop_view(state.tx, state.view(st.view))
+    for schema, name in st.reads:  # DuckDB binds the body on CREATE: a missing table is refused, not stored
+        # unqualified: the view's own schema or main (how DuckDB resolves a stored view's names)
+        where = [schema] if schema is not None else list(dict.fromkeys([st.view.schema_name, "main"]))
+        if not any(state.find_table(p.Name(w, name)) or state.find_view(p.Name(w, name)) for w in where):
+            shown = f"{schema}.{name}" if schema is not None else name
+            raise QueryError(f"view {st.view}: table or view {shown} does not exist")
     ddl.create_view(state.tx, sch, st.view.name, st.sql, st.aliases)
 
 

@@ -18,6 +18,7 @@ from ducklake_cli.engine.planning.ddl_render import (
     pending_default,
     sort_spec,
     tokens,
+    view_reads,
     view_sql,
 )
 from ducklake_cli.errors import QueryError, UsageError
@@ -194,6 +195,7 @@ class CreateView:
     aliases: tuple[str, ...] = ()
     or_replace: bool = False
     if_not_exists: bool = False
+    reads: tuple[tuple[str | None, str], ...] = ()  # (schema or None, name) of the tables and views it reads
 
 
 @dataclass(frozen=True)
@@ -409,7 +411,8 @@ def _create(cur: _Cursor) -> Statement:
         if cur.peek() == "(":
             aliases = tuple(_Cursor(item).ident() for item in cur.items())
         cur.expect("AS")
-        return CreateView(view, view_sql(cur.rest(), str(view)), aliases, or_replace, exists)
+        body = view_sql(cur.rest(), str(view))
+        return CreateView(view, body, aliases, or_replace, exists, view_reads(body))
     if or_replace:
         raise QueryError("CREATE OR REPLACE TABLE is not supported; DROP TABLE first")
     cur.expect("TABLE")

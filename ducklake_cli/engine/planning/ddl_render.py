@@ -13,7 +13,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
 from ducklake_cli.catalog.types import DUCKDB_TYPES, decimal_parts
-from ducklake_cli.engine.planning.sql_rewrite import quiet_sqlglot, syntax_message
+from ducklake_cli.engine.planning.sql_rewrite import parse_query, quiet_sqlglot, syntax_message
 from ducklake_cli.errors import QueryError
 
 
@@ -159,6 +159,18 @@ def view_sql(spark_sql: str, name: str) -> str:
     if len(tree.get("statements", [])) != 1:
         raise QueryError(f"{what}: the body must be one query")
     return text
+
+
+def view_reads(duckdb_sql: str) -> tuple[tuple[str | None, str], ...]:
+    """`(schema or None, name)` of each lake table or view a view body (DuckDB text) reads, as the query planner
+    resolves them (CTEs and table functions excluded); empty when the planner cannot read the body."""
+    try:
+        with quiet_sqlglot():
+            spark = sqlglot.transpile(duckdb_sql, read="duckdb", write="spark")[0]
+        refs = parse_query(spark).table_refs()
+    except (SqlglotError, QueryError):
+        return ()  # DuckDB's parser accepted the body: leave binding to the readers rather than refuse it
+    return tuple((r.schema, r.name) for r in refs if r.version is None and r.timestamp is None)
 
 
 def sort_spec(spark_sql: str, direction: str, nulls: str | None) -> SortSpec:

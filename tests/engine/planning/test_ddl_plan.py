@@ -70,7 +70,8 @@ def test_statements() -> None:
     assert p.parse_ddl("ALTER TABLE t ALTER COLUMN a COMMENT 'x'") == \
         p.Comment("column", p.Name(None, "t"), ("a",), "x")
     view = p.parse_ddl("CREATE OR REPLACE VIEW v (x, y) AS SELECT a, b FROM t WHERE a > 1")
-    assert view == p.CreateView(p.Name(None, "v"), "SELECT a, b FROM t WHERE (a > 1)", ("x", "y"), True, False)
+    assert view == p.CreateView(p.Name(None, "v"), "SELECT a, b FROM t WHERE (a > 1)", ("x", "y"), True, False,
+                                ((None, "t"),))
     assert p.parse_ddl("ALTER VIEW v RENAME TO w") == p.RenameView(p.Name(None, "v"), "w")
 
 
