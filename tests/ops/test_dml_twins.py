@@ -145,6 +145,8 @@ SEQUENCES = [
         step("UPDATE t SET v = 'u4' WHERE id BETWEEN 120 AND 129"),
         step("UPDATE t SET id = id + 1000 WHERE id BETWEEN 40 AND 45 OR id BETWEEN 180 AND 185"),
         step("DELETE FROM t WHERE id BETWEEN 130 AND 149"),
+        step("UPDATE t SET v = 'r' || rowid WHERE rowid IN (8, 9)"),
+        step("DELETE FROM t WHERE t.rowid = 10 OR rowid > 197"),
     ), CROSS),
     Sequence_("partitioned", PARTITIONED, (
         step("DELETE FROM p WHERE region = 'eu' AND id < 40"),

@@ -261,15 +261,17 @@ def _loc(st: Statement) -> list[str]:
 
 
 def qualify_target(st: Statement, text: str) -> str:
-    """`schema.table.col` references to the target, rewritten to its alias (the target is a temp view)."""
-    if st.alias:
-        return text
+    """`schema.table.col` references to the target, rewritten to its alias (the target is a temp view), and the
+    target's `rowid` to its row-id column (unqualified only where the target is the statement's one table)."""
     tree = sqlglot.parse_one(text, read="spark")
     schema = (st.schema or "main").lower()
+    names = {st.target_alias.lower(), st.table.lower()}
     for col in list(tree.find_all(exp.Column)):
-        if col.table.lower() == st.table.lower() and col.text("db").lower() == schema:
+        if not st.alias and col.table.lower() == st.table.lower() and col.text("db").lower() == schema:
             col.set("db", None)
             col.set("catalog", None)
+        if col.name.lower() == "rowid" and (col.table.lower() in names if col.table else st.kind != "merge"):
+            col.set("this", exp.to_identifier(LOCATION[2]))
     return tree.sql(dialect="spark")
 
 
