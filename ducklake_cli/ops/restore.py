@@ -1,0 +1,408 @@
+"""`restore`: commit one snapshot in which a table reads exactly as it read at an earlier snapshot N — its files,
+delete files, inlined rows, columns, partition and sort specs — leaving every earlier snapshot as it was, so a
+restore is itself undone by another restore. No Spark: catalog rows, small delete files and byte copies.
+
+A data file N needs that is no longer live, or that later inlined deletions touch, is registered again as a byte
+copy under a new name: a second catalog row naming the same path would let DuckDB's expire + cleanup delete a
+file the restored snapshot still reads (established by experiment with DuckDB 1.5.5). A live file whose deletes
+changed since N gets a new delete file holding exactly its positions deleted at N (and, for a compacted or flushed
+file, the positions of rows inserted after N).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import posixpath
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ducklake_cli.catalog import restore as cr
+from ducklake_cli.catalog.paths import file_path, new_data_file_name, table_dir
+from ducklake_cli.catalog.types import DELETE_POS_ID, SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID
+from ducklake_cli.errors import CommitConflictError, NotFoundError, StorageError, UsageError
+from ducklake_cli.ops.maintenance import FileAction, MaintenanceReport, Plan
+from ducklake_cli.ops.results import Section
+
+if TYPE_CHECKING:
+    from ducklake_cli.catalog.models import DataFile, DeleteFile, TableInfo
+    from ducklake_cli.catalog.transaction import Transaction
+    from ducklake_cli.lake import Lake, LakeReader
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A data file N reads that comes back as a byte copy (new name, new id, same row ids), with the positions
+    its new delete file holds (deleted at N, or inserted after N into a compacted file)."""
+
+    source: DataFile
+    path: str  # full path of the source
+    positions: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Redelete:
+    """A live data file whose deletes changed since N: its delete file ends and (unless none) a new one holds
+    exactly the positions N does not read."""
+
+    data: DataFile
+    path: str
+    end_delete: DeleteFile | None
+    positions: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RestoreReport(MaintenanceReport):
+    """What restoring does (`dry_run`) or did; `extra` carries the restore's own fields."""
+
+    def is_empty(self) -> bool:
+        """Nothing to change: the table already reads as at the snapshot."""
+        return not self.files and not self.extra.get("inlined_rows_restored") and not self.extra.get(
+            "inlined_rows_ended") and not self.extra.get("schema_changes")
+
+    def headline(self) -> str:
+        """One line for people."""
+        e = self.extra
+        target = f"{e['table']} to snapshot {e['to_snapshot']}"
+        if self.is_empty():
+            return f"restore: {e['table']} already reads as at snapshot {e['to_snapshot']}"
+        parts = []
+        copies = [f for f in self.files if f.action == "copy"]
+        if copies:
+            parts.append(f"re-add {len(copies)} file(s) as copies ({sum(f.bytes or 0 for f in copies):,} bytes)")
+        for action, what in (("end", "file(s)"), ("end-delete", "delete file(s)"),
+                             ("write-delete", "new delete file(s)")):
+            n = sum(1 for f in self.files if f.action == action)
+            if n:
+                parts.append(f"{action.replace('-delete', '')} {n} {what}")
+        if e.get("inlined_rows_restored"):
+            parts.append(f"re-insert {e['inlined_rows_restored']} inlined row(s)")
+        if e.get("inlined_rows_ended"):
+            parts.append(f"end {e['inlined_rows_ended']} inlined row(s)")
+        if e.get("schema_changes"):
+            parts.append(f"{len(e['schema_changes'])} definition change(s)")
+        if self.dry_run:
+            return f"restore: would restore {target}: " + ", ".join(parts)
+        return f"restore: {target} as snapshot {e.get('snapshot_id')}: " + ", ".join(parts)
+
+    def question(self) -> str:
+        """The confirmation question."""
+        return self.headline().replace("would restore", "restore") + " — go ahead?"
+
+    def to_json(self) -> Any:
+        """`{verb, catalog, dry_run, table, from_snapshot, to_snapshot, snapshot_id, files[{path, action, bytes,
+        reason}], bytes_copied, inlined_rows_restored, inlined_rows_ended, schema_changes, notes}`."""
+        out: dict[str, Any] = {"verb": "restore", "catalog": self.catalog, "dry_run": self.dry_run}
+        out.update(self.extra)
+        out["files"] = [{"path": f.path, "action": f.action, "bytes": f.bytes, "reason": f.reason}
+                        for f in self.files]
+        out["bytes_copied"] = sum(f.bytes or 0 for f in self.files if f.action == "copy")
+        out["notes"] = list(self.notes)
+        return out
+
+    def sections(self) -> list[Section]:
+        """Summary, definition changes and files (the files table is what `--format csv` prints)."""
+        e = self.extra
+        out = [Section(f"restore: {'Plan' if self.dry_run else 'Done'}",
+                       ("table", "from snapshot", "to snapshot", "new snapshot", "inlined rows restored",
+                        "inlined rows ended"),
+                       ((e["table"], e["from_snapshot"], e["to_snapshot"], e.get("snapshot_id"),
+                         e.get("inlined_rows_restored", 0), e.get("inlined_rows_ended", 0)),), csv=False)]
+        if e.get("schema_changes"):
+            out.append(Section("Definition changes", ("change",), tuple((c,) for c in e["schema_changes"]),
+                               csv=False))
+        out.append(Section("Files", ("action", "path", "bytes", "reason"),
+                           tuple((f.action, f.path, f.bytes, f.reason) for f in self.files)))
+        if self.notes:
+            out.append(Section("Notes", ("note",), tuple((n,) for n in self.notes), csv=False))
+        return out
+
+
+@dataclass(frozen=True)
+class RestorePlan(Plan):
+    """Everything restoring the table to snapshot `target` changes, read at snapshot `latest`."""
+
+    verb: ClassVar[str] = "restore"
+    catalog: str
+    table: TableInfo  # at the latest snapshot
+    then: TableInfo  # at the target snapshot
+    table_dir: str
+    target: int
+    latest: int
+    copies: tuple[Copy, ...] = ()
+    redeletes: tuple[Redelete, ...] = ()
+    ended: tuple[tuple[DataFile, str], ...] = ()  # live files N does not read, with their full paths
+    inlined: tuple[cr.InlinedChange, ...] = ()
+    definition: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    selector: tuple[int | None, dt.datetime | None] = field(default=(None, None))
+
+    def _report(self, *, dry_run: bool, snapshot_id: int | None = None,
+                written: dict[int, str] | None = None) -> RestoreReport:
+        files = [FileAction(c.path, "copy", c.source.file_size_bytes,
+                            f"{c.source.record_count} row(s); {len(c.positions)} deleted at snapshot {self.target}"
+                            if c.positions else f"{c.source.record_count} row(s)") for c in self.copies]
+        files += [FileAction(p, "end", f.file_size_bytes, f"{f.record_count} row(s), not read at snapshot "
+                             f"{self.target}") for f, p in self.ended]
+        for r in self.redeletes:
+            if r.end_delete is not None:
+                files.append(FileAction(file_path(self.table_dir, r.end_delete), "end-delete",
+                                        r.end_delete.file_size_bytes, f"deletes of {posixpath.basename(r.path)}"))
+            if r.positions:
+                where = (written or {}).get(r.data.data_file_id, r.path)
+                files.append(FileAction(where, "write-delete", None,
+                                        f"{len(r.positions)} position(s) of {posixpath.basename(r.path)}"))
+        extra = {"table": self.table.qualified_name, "from_snapshot": self.latest, "to_snapshot": self.target,
+                 "snapshot_id": snapshot_id, "inlined_rows_restored": sum(i.to_readd for i in self.inlined),
+                 "inlined_rows_ended": sum(i.to_end for i in self.inlined), "schema_changes": list(self.definition)}
+        return RestoreReport("restore", self.catalog, dry_run, files=tuple(files), notes=self.notes, extra=extra)
+
+    def report(self) -> RestoreReport:
+        """The dry-run report."""
+        return self._report(dry_run=True)
+
+    def is_empty(self) -> bool:
+        """The table already reads as at the target snapshot."""
+        return self.report().is_empty()
+
+    def question(self) -> str:
+        """The confirmation question."""
+        return self.report().question()
+
+    def apply(self, lake: Lake) -> RestoreReport:
+        """Plan again (the lake must not have moved since), copy and write the files, then commit one snapshot;
+        files written for a commit that fails are removed."""
+        fresh = plan_restore(lake, self.table.qualified_name, snapshot_id=self.selector[0], as_of=self.selector[1])
+        if fresh.latest != self.latest:
+            raise CommitConflictError(f"the lake changed since the plan (snapshot {fresh.latest} is now the latest); "
+                                      "nothing was changed", hint="run restore again")
+        written: list[str] = []
+        try:
+            staged = fresh._write_files(lake, written)
+            snapshot = lake.commit(lambda tx: fresh._stage(tx, staged))
+        except BaseException:
+            from ducklake_cli.storage.listing import delete_files
+
+            delete_files(written, lake.storage_options)
+            raise
+        paths = {fid: self.table_dir + rel for fid, (rel, _, _, _) in staged.deletes.items()}
+        return fresh._report(dry_run=False, snapshot_id=snapshot, written=paths)
+
+    def _write_files(self, lake: Lake, written: list[str]) -> _Staged:
+        """Copy the files that come back and write the new delete files (their data files' full paths inside)."""
+        from ducklake_cli.engine.delete_files import write_delete_file
+
+        opts = dict(lake.storage_options)
+        staged = _Staged()
+        for c in self.copies:
+            rel_dir = posixpath.dirname(c.source.path) if c.source.path_is_relative else ""
+            rel = f"{rel_dir}/{new_data_file_name()}" if rel_dir else new_data_file_name()
+            _copy_file(c.path, self.table_dir + rel, opts)
+            written.append(self.table_dir + rel)
+            staged.copies[c.source.data_file_id] = rel
+            if c.positions:
+                out = write_delete_file(self.table_dir, self.table_dir + rel, list(c.positions), None, opts)
+                written.append(self.table_dir + out[0])
+                staged.copy_deletes[c.source.data_file_id] = (*out, len(c.positions))
+        for r in self.redeletes:
+            if r.positions:
+                out = write_delete_file(self.table_dir, r.path, list(r.positions), None, opts)
+                written.append(self.table_dir + out[0])
+                staged.deletes[r.data.data_file_id] = (*out, len(r.positions))
+        return staged
+
+    def _stage(self, tx: Transaction, staged: _Staged) -> None:
+        from ducklake_cli.catalog.deletes import add_delete_file
+        from ducklake_cli.catalog.writes import end_data_files
+
+        if tx.latest.snapshot_id != self.latest:
+            raise CommitConflictError(f"another writer committed snapshot {tx.latest.snapshot_id} meanwhile; "
+                                      "nothing was changed", hint="run restore again")
+        tid = self.table.table_id
+        if self.ended:
+            end_data_files(tx, tid, [f.data_file_id for f, _ in self.ended])
+            tx.change("deleted_from_table", tid)
+        cr.end_delete_files(tx, tid, [r.end_delete.delete_file_id for r in self.redeletes if r.end_delete])
+        for c in self.copies:
+            new_id = cr.copy_data_file(tx, c.source, path=staged.copies[c.source.data_file_id],
+                                       path_is_relative=True)
+            if c.source.data_file_id in staged.copy_deletes:
+                rel, size, footer, count = staged.copy_deletes[c.source.data_file_id]
+                add_delete_file(tx, tid, new_id, path=rel, count=count, size=size, footer=footer,
+                                begin_snapshot=tx.snapshot_id, partial_max=None)
+        for fid, (rel, size, footer, count) in staged.deletes.items():
+            add_delete_file(tx, tid, fid, path=rel, count=count, size=size, footer=footer,
+                            begin_snapshot=tx.snapshot_id, partial_max=None)
+            tx.change("deleted_from_table", tid)
+        for change in self.inlined:
+            cr.restore_inlined(tx, tid, change, self.target)
+        if self.definition:
+            cr.restore_definition(tx, self.table, self.then, inline=cr.inlines(tx.backend, self.table))
+        cr.add_table_stats(tx, tid, records=sum(c.source.record_count for c in self.copies),
+                           file_bytes=sum(c.source.file_size_bytes for c in self.copies))
+
+
+@dataclass
+class _Staged:
+    """Files written before the commit: copies (source id → relative path) and new delete files (data file id →
+    relative path, size, footer size, positions)."""
+
+    copies: dict[int, str] = field(default_factory=dict)
+    copy_deletes: dict[int, tuple[str, int, int, int]] = field(default_factory=dict)
+    deletes: dict[int, tuple[str, int, int, int]] = field(default_factory=dict)
+
+
+def _copy_file(src: str, dst: str, opts: dict[str, Any]) -> None:
+    """Copy a file (server-side within one object store)."""
+    from ducklake_cli.storage.files import filesystem, split_protocol
+
+    fs = filesystem(dst, opts)
+    if split_protocol(src)[0] == split_protocol(dst)[0]:
+        if split_protocol(dst)[0] == "file":
+            fs.makedirs(posixpath.dirname(dst), exist_ok=True)
+        fs.copy(src, dst)
+        return
+    with filesystem(src, opts).open(src, "rb") as r, fs.open(dst, "wb") as w:
+        while chunk := r.read(1 << 24):
+            w.write(chunk)
+
+
+def _delete_rows(path: str, fmt: str | None, opts: dict[str, Any]) -> list[tuple[int, int | None]]:
+    """`(position, snapshot or None)` of every position in a delete file."""
+    if (fmt or "parquet") == "puffin":
+        from ducklake_cli.storage.deletion_vector import read_deletion_vector
+
+        return [(p, None) for p in read_deletion_vector(path, opts)]
+    import pyarrow.parquet as pq
+
+    from ducklake_cli.storage.files import filesystem
+
+    try:
+        with filesystem(path, opts).open(path, "rb") as fh:
+            table = pq.read_table(fh)
+    except OSError as exc:
+        raise StorageError(f"cannot read delete file {path}: {exc}") from exc
+    ids = [int((f.metadata or {}).get(b"PARQUET:field_id", b"0")) for f in table.schema]
+    pos = table.column(ids.index(DELETE_POS_ID)).to_pylist()
+    snaps = table.column(ids.index(SNAPSHOT_ID_FIELD_ID)).to_pylist() if SNAPSHOT_ID_FIELD_ID in ids \
+        else [None] * len(pos)
+    return list(zip(pos, snaps, strict=True))
+
+
+def _inserted_after(path: str, target: int, opts: dict[str, Any]) -> set[int]:
+    """Positions of a compacted or flushed file's rows whose embedded inserting snapshot is after `target`."""
+    import pyarrow.parquet as pq
+
+    from ducklake_cli.storage.files import filesystem
+
+    try:
+        with filesystem(path, opts).open(path, "rb") as fh:
+            snaps = pq.read_table(fh, columns=[SNAPSHOT_ID_COLUMN]).column(0).to_pylist()
+    except (OSError, KeyError) as exc:
+        raise StorageError(f"cannot read the snapshot column of {path}: {exc}") from exc
+    return {i for i, v in enumerate(snaps) if v is not None and v > target}
+
+
+def _resolve(reader: LakeReader, snapshot_id: int | None, as_of: dt.datetime | None) -> int:
+    """The target snapshot id; an expired one (or a time whose snapshot may have been expired) is refused."""
+    from ducklake_cli.catalog.maintenance import snapshot_ids
+
+    existing = snapshot_ids(reader.conn)
+    if snapshot_id is not None:
+        if snapshot_id not in existing:
+            gone = existing and snapshot_id < max(existing)
+            raise NotFoundError(f"snapshot {snapshot_id} does not exist" + (
+                ": it was expired, so the files it read may already be deleted; nothing changed" if gone else ""),
+                hint=f"snapshots {min(existing)}–{max(existing)} exist; `ducklake inspect CATALOG --snapshots` "
+                     "lists them" if existing else None)
+        return snapshot_id
+    assert as_of is not None
+    found = reader.snapshot_at(as_of).snapshot_id
+    later = [i for i in existing if i > found]
+    if later and min(later) != found + 1:
+        raise NotFoundError(f"the state at {as_of.isoformat()} is unknown: snapshot(s) {found + 1}–{min(later) - 1} "
+                            "after it were expired; nothing changed",
+                            hint=f"restore to an existing snapshot id with --to-snapshot (e.g. {found})")
+    return found
+
+
+def plan_restore(lake: Lake, table: str, *, snapshot_id: int | None = None,
+                 as_of: dt.datetime | None = None) -> RestorePlan:
+    """Read what restoring `table` to a snapshot (an id, or the newest at a time) changes. Read-only; refuses an
+    expired snapshot, a table missing now or then, and files N needs that are gone from storage."""
+    from ducklake_cli.storage.listing import file_sizes
+
+    if (snapshot_id is None) == (as_of is None):
+        raise UsageError("say which snapshot to restore to: --to-snapshot N or --as-of TIME")
+    opts = dict(lake.storage_options)
+    with lake.reader() as r:
+        latest = r.latest_snapshot().snapshot_id
+        target = _resolve(r, snapshot_id, as_of)
+        now = r.find_table(latest, table)
+        found = r.tables(target, table_ids=[now.table_id])
+        if not found:
+            raise NotFoundError(f"table {now.qualified_name} did not exist at snapshot {target}; nothing changed",
+                                hint=f"it was created at snapshot {now.begin_snapshot}" if now.begin_snapshot > target
+                                else "a table of that name existed then, but it was dropped and created again")
+        then = found[0]
+        schema = next(sc for sc in r.schemas(latest) if sc.schema_id == now.schema_id)
+        tdir = table_dir(r.data_path, schema, now)
+        at_n = cr.file_states(r, now.table_id, target)
+        at_l = cr.file_states(r, now.table_id, latest)
+        inl_deletes = cr.inlined_file_deletes(r, now.table_id)
+        inlined = cr.inlined_changes(r, now, target)
+        definition = cr.definition_differences(now, then)
+    needed = {file_path(tdir, st.data): st.data.data_file_id for st in at_n.values()}
+    needed |= {file_path(tdir, st.delete): st.data.data_file_id for st in at_n.values() if st.delete}
+    sizes = file_sizes(list(needed), opts)
+    missing = sorted(p for p, size in sizes.items() if size is None)
+    if missing:
+        more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
+        raise StorageError(
+            f"cannot restore {now.qualified_name} to snapshot {target}: {len(missing)} file(s) it reads are gone "
+            f"from storage: {', '.join(missing[:5])}{more}; nothing changed",
+            hint="they were probably deleted by a cleanup after expiring snapshots; restore a later snapshot")
+    if any(st.data.encryption_key or (st.delete and st.delete.encryption_key) for st in at_n.values()):
+        raise UsageError(f"{now.qualified_name} has encrypted files: restore does not write encrypted delete files")
+    copies, redeletes = _file_plan(at_n, at_l, inl_deletes, target, tdir, opts)
+    copied = {c.source.data_file_id for c in copies}
+    ended = tuple((st.data, file_path(tdir, st.data)) for fid, st in sorted(at_l.items())
+                  if fid not in at_n or fid in copied)
+    return RestorePlan(lake.target.display(), now, then, tdir, target, latest, copies=tuple(copies),
+                       redeletes=tuple(redeletes), ended=ended, inlined=tuple(inlined), definition=tuple(definition),
+                       selector=(snapshot_id, as_of))
+
+
+def _file_plan(at_n: dict[int, cr.FileState], at_l: dict[int, cr.FileState],
+               inl_deletes: Sequence[tuple[int, int, int]], target: int, tdir: str,
+               opts: dict[str, Any]) -> tuple[list[Copy], list[Redelete]]:
+    """Per data file N reads: untouched (same deletes now), a new delete file (live, deletes changed), or a
+    copy (no longer live, or inlined deletions since N that no delete file can take back)."""
+    inline_upto: dict[int, set[int]] = {}
+    later_inline: set[int] = set()
+    for fid, pos, begin in inl_deletes:
+        if begin <= target:
+            inline_upto.setdefault(fid, set()).add(pos)
+        else:
+            later_inline.add(fid)
+    copies: list[Copy] = []
+    redeletes: list[Redelete] = []
+    for fid, st in sorted(at_n.items()):
+        f, path = st.data, file_path(tdir, st.data)
+        rows = _delete_rows(file_path(tdir, st.delete), st.delete.format, opts) if st.delete else []
+        deleted = {p for p, snap in rows if snap is None or snap <= target}
+        later_in_file = any(snap is not None and snap > target for _, snap in rows)
+        hidden = _inserted_after(path, target, opts) if f.partial_max is not None and f.partial_max > target \
+            else set()
+        live = at_l.get(fid)
+        if live is not None and fid not in later_inline:
+            same_delete = (live.delete.delete_file_id if live.delete else None) == \
+                (st.delete.delete_file_id if st.delete else None)
+            if same_delete and not later_in_file and not hidden:
+                continue
+            if live.delete is None and not deleted and not hidden:
+                continue
+            redeletes.append(Redelete(f, path, live.delete, tuple(sorted(deleted | hidden))))
+        else:
+            copies.append(Copy(f, path, tuple(sorted(deleted | hidden | inline_upto.get(fid, set())))))
+    return copies, redeletes

@@ -1,0 +1,140 @@
+"""`restore` on DuckDB-built lakes: restoring to each earlier snapshot makes DuckDB read the new snapshot as it
+reads that snapshot, every older snapshot reads as before (restores of restores too), DuckDB's expire + cleanup
+never deletes a file a restored snapshot reads, and what cannot be restored is refused with nothing changed."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ducklake_cli.catalog.restore import file_states
+from ducklake_cli.errors import NotFoundError, StorageError
+from ducklake_cli.lake import Lake
+from ducklake_cli.ops.restore import plan_restore
+from tests.support.oracle import oracle_connect
+from tests.support.restore_lakes import SCENARIOS, Scenario, attach, build, oracle_reads
+from tests.support.services import pg_database, require_env
+
+_RESTORE_CHANGES = {"tables_inserted_into", "tables_deleted_from", "tables_altered", "inlined_insert",
+                    "inlined_delete"}
+
+
+def _targets(snapshots: list[int]) -> list[int]:
+    """Every earlier snapshot, alternating oldest and newest (so restores start from restored states), then the
+    original latest (undo them all)."""
+    order, out = sorted(snapshots)[:-1], []
+    while order:
+        out.append(order.pop(0))
+        if order:
+            out.append(order.pop())
+    return [*out, max(snapshots)]
+
+
+def _chain(catalog: str, before: dict[int, Counter[Any]]) -> dict[int, int]:
+    """Restore to each target in turn; the new snapshot of each restore → its target."""
+    made: dict[int, int] = {}
+    with Lake.open(catalog) as lake:
+        for n in _targets(list(before)):
+            plan = plan_restore(lake, "t", snapshot_id=n)
+            if plan.is_empty():
+                continue
+            result = plan.apply(lake)
+            made[result.extra["snapshot_id"]] = n
+    return made
+
+
+def _check(before: dict[int, Counter[Any]], after: dict[int, Counter[Any]], made: dict[int, int],
+           changes: list[Any]) -> None:
+    for sid, rows in before.items():
+        assert after.get(sid) == rows, f"snapshot {sid} reads differently after the restores"
+    for sid, n in made.items():
+        assert after.get(sid) == before[n], f"snapshot {sid} (restore to {n}) differs: extra " \
+            f"{after.get(sid, Counter()) - before[n]}, missing {before[n] - after.get(sid, Counter())}"
+    parsed = dict(changes)
+    for sid in made:
+        assert parsed[sid] and set(parsed[sid]) <= _RESTORE_CHANGES, parsed[sid]
+        assert all(v == ["1"] for v in parsed[sid].values())
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_restore_each_snapshot_reads_as_it(tmp_path: Path, scenario: Scenario) -> None:
+    catalog, data = str(tmp_path / "lake.sqlite"), tmp_path / "data"
+    before = build("sqlite", catalog, data, scenario)
+    made = _chain(catalog, before)
+    assert len(made) >= len(before) - 2  # every earlier snapshot but the ones that already read as the latest
+    after, changes = oracle_reads("sqlite", catalog, data)
+    _check(before, after, made, changes)
+
+
+@pytest.mark.postgres
+def test_restore_postgres_catalog(tmp_path: Path) -> None:
+    scenario = next(s for s in SCENARIOS if s.name == "inlined_flush")
+    with pg_database(require_env("DUCKLAKE_TEST_PG")) as url:
+        data = tmp_path / "data"
+        before = build("postgres", url, data, scenario)
+        made = _chain(url, before)
+        after, changes = oracle_reads("postgres", url, data)
+        _check(before, after, made, changes)
+
+
+def _duck(catalog: str, data: Path, *statements: str) -> list[Any]:
+    con = oracle_connect()
+    try:
+        con.execute(attach("sqlite", catalog, data))
+        rows: list[Any] = []
+        for sql in statements:
+            rows = con.execute(sql).fetchall()
+        return rows
+    finally:
+        con.close()
+
+
+def test_duckdb_expire_and_cleanup_keep_what_a_restore_reads(tmp_path: Path) -> None:
+    """The restored snapshot reads files ended before it: they come back as copies, so expiring every older
+    snapshot and cleaning up (DuckDB's own functions) deletes none of them."""
+    catalog, data = str(tmp_path / "lake.sqlite"), tmp_path / "data"
+    before = build("sqlite", catalog, data, SCENARIOS[0])
+    with Lake.open(catalog) as lake:
+        plan = plan_restore(lake, "t", snapshot_id=3)
+        assert [f.action for f in plan.report().files].count("copy") >= 1
+        plan.apply(lake)
+    _duck(catalog, data, "CALL ducklake_expire_snapshots('lake', older_than => now())",
+          "CALL ducklake_cleanup_old_files('lake', cleanup_all => true)")
+    after, _ = oracle_reads("sqlite", catalog, data)
+    assert list(after) == [max(after)]
+    assert after[max(after)] == before[3]
+
+
+def _snapshot_count(catalog: str) -> int:
+    with Lake.open(catalog) as lake, lake.reader() as r:
+        return r.snapshot_count()
+
+
+def test_refusals_change_nothing(tmp_path: Path) -> None:
+    catalog, data = str(tmp_path / "lake.sqlite"), tmp_path / "data"
+    build("sqlite", catalog, data, SCENARIOS[0])
+    times = _duck(catalog, data, "SELECT snapshot_id, snapshot_time FROM ducklake_snapshots('lake') ORDER BY 1")
+    _duck(catalog, data, "CALL ducklake_expire_snapshots('lake', versions => [2, 3])",
+          "CALL ducklake_cleanup_old_files('lake', cleanup_all => true)")
+    count = _snapshot_count(catalog)
+    with Lake.open(catalog) as lake:
+        with pytest.raises(NotFoundError, match="snapshot 3 does not exist: it was expired"):
+            plan_restore(lake, "t", snapshot_id=3)
+        with pytest.raises(NotFoundError, match=r"snapshot\(s\) 2–3 after it were expired"):
+            plan_restore(lake, "t", as_of=times[3][1])
+        with pytest.raises(NotFoundError, match="did not exist at snapshot 0"):
+            plan_restore(lake, "t", snapshot_id=0)
+        with pytest.raises(NotFoundError, match="does not exist at snapshot"):
+            plan_restore(lake, "nope", snapshot_id=4)
+        # A file snapshot 4 reads, gone from storage (deleted behind the catalog's back): named, nothing changed.
+        with lake.reader() as r:
+            needed = {st.data.path for st in file_states(r, 1, 4).values()}
+        victim = next(p for p in (data / "main" / "t").iterdir() if p.name in needed)
+        os.remove(victim)
+        with pytest.raises(StorageError, match=victim.name):
+            plan_restore(lake, "t", snapshot_id=4)
+    assert _snapshot_count(catalog) == count
