@@ -24,6 +24,7 @@ from ducklake_cli.cli.maintain import expire, maintain_app, orphans
 from ducklake_cli.cli.options import options
 from ducklake_cli.cli.query import query
 from ducklake_cli.cli.register import register
+from ducklake_cli.cli.restore import restore
 from ducklake_cli.cli.spark import spark_app
 from ducklake_cli.cli.write import write
 from ducklake_cli.errors import DuckLakeError
@@ -43,6 +44,7 @@ app.command("write")(write)
 app.command("delete")(delete)
 app.command("options")(options)
 app.command("register")(register)
+app.command("restore")(restore)
 app.add_typer(spark_app, name="spark")
 app.add_typer(maintain_app, name="maintain")
 app.command("expire-snapshots", help="Same as `maintain expire`.")(expire)
