@@ -1,0 +1,98 @@
+"""DuckDB-built lakes with a varied history (inserts, deletes, updates, inlined rows and deletions, schema changes,
+flush, compaction, views, macros) and DuckDB's reading of every table at every snapshot, for copy-catalog and the
+per-snapshot metrics."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from tests.support.oracle import oracle_connect, sql_str
+
+HISTORY = [
+    "CREATE TABLE t(a INTEGER, b VARCHAR, c TIMESTAMPTZ, d BLOB, e BOOLEAN, f DECIMAL(18,3), g INTEGER[], "
+    "h STRUCT(x INT, y VARCHAR))",
+    "INSERT INTO t SELECT i, 's' || i, TIMESTAMPTZ '2024-01-01 00:00:00+00' + INTERVAL (i) HOUR, '\\x00\\xFF'::BLOB, "
+    "i % 2 = 0, i / 7, [i, i + 1], {'x': i, 'y': 'q'} FROM range(10) r(i)",
+    "INSERT INTO t VALUES (100, 'inl', TIMESTAMPTZ '2024-02-03 04:05:06.789+00', 'ab\\x01'::BLOB, true, 1.5, "
+    "[1, NULL], {'x': NULL, 'y': 'é'})",
+    "DELETE FROM t WHERE a < 3",
+    "UPDATE t SET b = 'upd' WHERE a = 5",
+    "DELETE FROM t WHERE a = 100",
+    "ALTER TABLE t ADD COLUMN z BIGINT",
+    "INSERT INTO t (a, z) VALUES (200, 9223372036854775807)",
+    "CREATE TABLE u AS SELECT range AS k FROM range(5)",
+    "INSERT INTO u VALUES (7)",
+    "CALL ducklake_flush_inlined_data('lake')",
+    "CALL ducklake_merge_adjacent_files('lake')",
+    "CREATE VIEW v AS SELECT * FROM u",
+    "INSERT INTO u VALUES (8)",
+    "DELETE FROM u WHERE k = 8",
+    "CREATE MACRO m(x) AS x + 1",
+    "INSERT INTO t (a, b) VALUES (300, 'live inlined')",
+    "DELETE FROM u WHERE k = 0",
+    "ALTER TABLE u RENAME COLUMN k TO kk",
+    "INSERT INTO u SELECT range FROM range(100, 120)",
+    "UPDATE u SET kk = kk + 1000 WHERE kk >= 110",
+]
+
+
+def attach_sql(backend: str, target: str | os.PathLike[str], *, alias: str = "lake", data_path: str | None = None,
+               inlining: int | None = None) -> str:
+    """ATTACH for a lake (DATA_PATH only when given: otherwise DuckDB uses the stored one), read-only unless
+    `inlining` is set (building)."""
+    from tests.support.oracle import postgres_dsn
+
+    if backend == "postgres":
+        uri = f"ducklake:postgres:{postgres_dsn(str(target))}"
+    else:
+        uri = f"ducklake:sqlite:{target}" if backend == "sqlite" else f"ducklake:{target}"
+    options = [f"DATA_PATH {sql_str(data_path)}"] if data_path else []
+    options.append(f"DATA_INLINING_ROW_LIMIT {inlining}" if inlining is not None else "READ_ONLY")
+    return f"ATTACH {sql_str(uri)} AS {alias} ({', '.join(options)})"
+
+
+def build_history_lake(root: Path) -> Path:
+    """A SQLite catalog built by DuckDB with HISTORY (inlining limit 3) and data under root/data; its path."""
+    root.mkdir(parents=True, exist_ok=True)
+    catalog = root / "cat.sqlite"
+    con = oracle_connect()
+    try:
+        con.execute(attach_sql("sqlite", catalog, data_path=str(root / "data") + "/", inlining=3))
+        con.execute("USE lake")
+        for statement in HISTORY:
+            con.execute(statement)
+        con.execute("USE memory")
+        con.execute("DETACH lake")
+    finally:
+        con.close()
+    return catalog
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]]:
+    return sorted(con.execute(sql).fetchall(), key=repr)
+
+
+def read_every_snapshot(attach: str, tables: tuple[str, ...] = ("t", "u")) -> dict[int, dict[str, Any]]:
+    """DuckDB's rows of each table at every snapshot: {snapshot: {name: sorted rows, or "<missing>"}}."""
+    con = oracle_connect()
+    try:
+        con.execute(attach)
+        snapshots = [r[0] for r in con.execute("SELECT snapshot_id FROM ducklake_snapshots('lake') ORDER BY 1")
+                     .fetchall()]
+        out: dict[int, dict[str, Any]] = {}
+        for n in snapshots:
+            out[n] = {}
+            for name in tables:
+                try:
+                    out[n][name] = _rows(con, f"SELECT * FROM lake.{name} AT (VERSION => {n})")
+                except duckdb.Error:
+                    out[n][name] = "<missing>"
+        con.execute("USE memory")
+        con.execute("DETACH lake")
+    finally:
+        con.close()
+    return out
