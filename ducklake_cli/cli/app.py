@@ -17,6 +17,7 @@ from typer._click.exceptions import UsageError as ClickUsageError
 from typer.core import Abort
 
 from ducklake_cli._version import __version__
+from ducklake_cli.cli.copy_catalog import copy_catalog
 from ducklake_cli.cli.create import create_catalog
 from ducklake_cli.cli.delete import delete
 from ducklake_cli.cli.inspect import inspect
@@ -26,6 +27,7 @@ from ducklake_cli.cli.query import query
 from ducklake_cli.cli.register import register
 from ducklake_cli.cli.restore import restore
 from ducklake_cli.cli.spark import spark_app
+from ducklake_cli.cli.verify import verify
 from ducklake_cli.cli.write import write
 from ducklake_cli.errors import DuckLakeError
 
@@ -38,6 +40,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.command("create-catalog")(create_catalog)
+app.command("copy-catalog")(copy_catalog)
 app.command("inspect")(inspect)
 app.command("query")(query)
 app.command("write")(write)
@@ -45,6 +48,7 @@ app.command("delete")(delete)
 app.command("options")(options)
 app.command("register")(register)
 app.command("restore")(restore)
+app.command("verify")(verify)
 app.add_typer(spark_app, name="spark")
 app.add_typer(maintain_app, name="maintain")
 app.command("expire-snapshots", help="Same as `maintain expire`.")(expire)
