@@ -13,7 +13,7 @@ from sqlalchemy import and_, select, update
 
 from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.columns import table_altered
-from ducklake_cli.catalog.ddl import set_partition, set_sort
+from ducklake_cli.catalog.ddl import COMMENT_KEY, comment_column, comment_table, set_partition, set_sort
 from ducklake_cli.catalog.models import ColumnInfo, DataFile, DeleteFile, TableInfo
 from ducklake_cli.catalog.transaction import Transaction
 from ducklake_cli.catalog.writes import column_rows
@@ -200,7 +200,17 @@ def restore_definition(tx: Transaction, now: TableInfo, then: TableInfo, *, inli
         table = set_partition(tx, table, fields_then, inline=inline and not changed)
     keys = [(k.expression, k.direction, k.null_order) for k in now.sort_keys]
     if keys != [(k.expression, k.direction, k.null_order) for k in then.sort_keys]:
-        set_sort(tx, table, then.sort_keys)
+        table = set_sort(tx, table, then.sort_keys)
+    if now.comment() != then.comment():
+        comment_table(tx, table, then.comment())
+    before, after = _column_comments(now), _column_comments(then)
+    for cid in sorted(after.keys() | before.keys()):
+        if cid in b and before.get(cid) != after.get(cid):
+            comment_column(tx, table, cid, after.get(cid))
+
+
+def _column_comments(table: TableInfo) -> dict[int, str | None]:
+    return {cid: value for cid, key, value in table.column_tags if key == COMMENT_KEY}
 
 
 def definition_differences(now: TableInfo, then: TableInfo) -> list[str]:
@@ -221,6 +231,12 @@ def definition_differences(now: TableInfo, then: TableInfo) -> list[str]:
     sort_then = ", ".join(f"{k.expression} {k.direction}" for k in then.sort_keys) or "none"
     if sort_now != sort_then:
         out.append(f"sort order: {sort_now} → {sort_then}")
+    if now.comment() != then.comment():
+        out.append(f"table comment: {now.comment()!r} → {then.comment()!r}")
+    before, after = _column_comments(now), _column_comments(then)
+    out += [f"comment on column {names.get(cid, cid)}: {before.get(cid)!r} → {after.get(cid)!r}"
+            for cid in sorted(after.keys() | before.keys())
+            if cid in flat_columns(then.columns) and before.get(cid) != after.get(cid)]
     return out
 
 
@@ -229,7 +245,15 @@ def inlines(backend: Backend, table: TableInfo) -> bool:
     return bool(table.inlined_tables) and backend.transactional_ddl
 
 
-def snapshot_exists(conn: Connection, snapshot_id: int) -> bool:
-    """Whether the snapshot row exists (not expired)."""
-    sn = s.snapshot_t
-    return conn.execute(select(sn.c.snapshot_id).where(sn.c.snapshot_id == snapshot_id)).first() is not None
+def changes_to_table(conn: Connection, table: TableInfo, since: int) -> list[str]:
+    """The change kinds later snapshots recorded for the table (by id, or by name for a table created again)."""
+    from ducklake_cli.catalog.changes import parse_changes
+
+    sc = s.snapshot_changes_t
+    out: list[str] = []
+    for text in conn.execute(select(sc.c.changes_made).where(sc.c.snapshot_id > since)).scalars():
+        for kind, values in parse_changes(text).items():
+            if (str(table.table_id) in values or table.qualified_name in values) and kind not in out:
+                out.append(kind)
+    return out
+

@@ -174,8 +174,8 @@ class RestorePlan(Plan):
         files written for a commit that fails are removed."""
         fresh = plan_restore(lake, self.table.qualified_name, snapshot_id=self.selector[0], as_of=self.selector[1])
         if fresh.latest != self.latest:
-            raise CommitConflictError(f"the lake changed since the plan (snapshot {fresh.latest} is now the latest); "
-                                      "nothing was changed", hint="run restore again")
+            with lake.reader() as r:
+                _refuse_changed(cr.changes_to_table(r.conn, self.table, self.latest), self.table)
         written: list[str] = []
         try:
             staged = fresh._write_files(lake, written)
@@ -216,8 +216,7 @@ class RestorePlan(Plan):
         from ducklake_cli.catalog.writes import end_data_files
 
         if tx.latest.snapshot_id != self.latest:
-            raise CommitConflictError(f"another writer committed snapshot {tx.latest.snapshot_id} meanwhile; "
-                                      "nothing was changed", hint="run restore again")
+            _refuse_changed(cr.changes_to_table(tx.conn, self.table, self.latest), self.table)
         tid = self.table.table_id
         if self.ended:
             end_data_files(tx, tid, [f.data_file_id for f, _ in self.ended])
@@ -240,6 +239,14 @@ class RestorePlan(Plan):
             cr.restore_definition(tx, self.table, self.then, inline=cr.inlines(tx.backend, self.table))
         cr.add_table_stats(tx, tid, records=sum(c.source.record_count for c in self.copies),
                            file_bytes=sum(c.source.file_size_bytes for c in self.copies))
+
+
+def _refuse_changed(kinds: Sequence[str], table: TableInfo) -> None:
+    """Another writer changed the table since the plan: its plan no longer holds (other tables do not matter)."""
+    if kinds:
+        raise CommitConflictError(f"another writer changed {table.qualified_name} since the plan "
+                                  f"({', '.join(k.replace('_', ' ') for k in kinds)}); nothing was changed",
+                                  hint="run restore again")
 
 
 @dataclass

@@ -76,6 +76,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     )),
     Scenario("schema_partitions", (
         "CREATE TABLE t(id INTEGER, s VARCHAR, x DOUBLE)",
+        "COMMENT ON TABLE t IS 'first'",
         f"INSERT INTO t {_rows(0, 20, 'a')}",
         "ALTER TABLE t ADD COLUMN k INTEGER DEFAULT 7",
         "INSERT INTO t SELECT i, 'b' || i, i * 2.0, i % 3 FROM range(20, 40) r(i)",
@@ -84,6 +85,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         "ALTER TABLE t SET PARTITIONED BY (k)",
         "INSERT INTO t SELECT i, 'c' || i, i * 3.0, i % 2 FROM range(40, 60) r(i)",
         "ALTER TABLE t DROP COLUMN x",
+        "COMMENT ON TABLE t IS 'later'",
+        "COMMENT ON COLUMN t.label IS 'text'",
+        "ALTER TABLE t SET SORTED BY (id DESC)",
         "DELETE FROM t WHERE id % 4 = 0",
         "INSERT INTO t SELECT i, 'd' || i, i % 2 FROM range(60, 70) r(i)",
         "ALTER TABLE t RESET PARTITIONED BY",
