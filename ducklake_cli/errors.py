@@ -65,6 +65,12 @@ class CommitConflictError(DuckLakeError):
     exit_code = 3
 
 
+class ProblemsFoundError(DuckLakeError):
+    """`verify` found the lake unhealthy (the problems themselves went to stdout)."""
+
+    exit_code = 4
+
+
 class StorageError(DuckLakeError):
     """A data file could not be read, listed or written."""
 
