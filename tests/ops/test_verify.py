@@ -31,7 +31,8 @@ def _verify(spot: Spot, *, deep: bool = True, **kw: Any) -> VerifyReport:
 def _repair(spot: Spot, **kw: Any) -> int | None:
     with Lake.open(spot.catalog, **kw) as lake:
         plan = plan_repair(lake)
-        return plan.apply(lake).extra["snapshot_id"]  # type: ignore[no-any-return]
+        sid = plan.apply(lake).extra["snapshot_id"]
+        return int(sid) if sid is not None else None
 
 
 @sqlite
@@ -148,8 +149,8 @@ def test_s3_lake(tmp_path: Path, s3_bucket: Any) -> None:
     s3 = s3_bucket
     secret = (f"CREATE SECRET (TYPE s3, KEY_ID '{s3.key}', SECRET '{s3.secret}', ENDPOINT '{s3.host_port}', "
               f"URL_STYLE 'path', USE_SSL false, REGION '{s3.region}')")
-    spot = Spot("sqlite", str(tmp_path / "cat.sqlite"), str(tmp_path / "cat.sqlite"), Path("/unused"))
-    spot = Spot("sqlite", spot.catalog, spot.oracle_target, s3.url)  # type: ignore[arg-type]
+    cat = str(tmp_path / "cat.sqlite")
+    spot = Spot("sqlite", cat, cat, s3.url)  # an s3:// data path, as text (a Path would fold its "//")
     lake = DamagedLake(spot, secret=secret)
     opts = {"storage_options": s3.storage_options()}
     found = _verify(spot, **opts)
