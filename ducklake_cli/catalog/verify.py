@@ -185,7 +185,7 @@ def lifetime_findings(conn: Connection, backend: Backend, latest_id: int) -> lis
 
 _TEMPORAL = {"date": (dt.date,), "time": (dt.time,), "timestamp": (dt.datetime,), "timestamptz": (dt.datetime,),
              "timestamp_s": (dt.datetime,), "timestamp_ms": (dt.datetime,), "timestamp_us": (dt.datetime,)}
-_PREFIXED = frozenset({"varchar", "blob", "json"})  # writers may truncate these bounds to a prefix
+_PREFIXED = frozenset({"varchar", "blob", "json"})  # some writers cut these footer bounds to a prefix
 _UNCHECKED = frozenset({"uuid", "timestamp_ns", "time_ns", "variant", "geometry"})
 
 
@@ -247,9 +247,9 @@ def bound_problem(recorded_min: str | None, recorded_max: str | None, footer_min
             continue
         if single:
             a, b = _float32(a), _float32(b)
-        if ducklake_type in _PREFIXED and isinstance(a, bytes) and isinstance(b, bytes) and (
-                a.startswith(b) or b.startswith(a)):
-            continue
+        if not upper and ducklake_type in _PREFIXED and isinstance(a, bytes) and isinstance(b, bytes) and b \
+                and a.startswith(b):
+            continue  # a footer min cut to a prefix by its writer is below the true min
         try:
             bad = a < b if upper else a > b
         except TypeError:
