@@ -9,9 +9,11 @@ import typer
 
 from ducklake_cli.catalog.snapshots import parse_timestamp
 from ducklake_cli.cli.common import (
+    AuthorOpt,
     DataPathOpt,
     DebugOpt,
     FormatOpt,
+    MessageOpt,
     MetadataSchemaOpt,
     OptionalCatalogArg,
     exclusive,
@@ -32,6 +34,8 @@ def restore(
                                                               "UTC if no zone).", show_default=False)] = None,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
+    msg: MessageOpt = None,
+    author: AuthorOpt = None,
     data_path: DataPathOpt = None,
     metadata_schema: MetadataSchemaOpt = None,
     fmt: FormatOpt = OutputFormat.table,
@@ -47,7 +51,7 @@ def restore(
 
       ducklake restore lake.sqlite events --to-snapshot 41 --dry-run
 
-      ducklake restore lake.sqlite sales.orders --as-of 2026-03-01T09:00:00Z --yes
+      ducklake restore lake.sqlite sales.orders --as-of 2026-03-01T09:00:00Z --yes -m "undo the bad load"
 
       ducklake restore postgresql://lake@db/lake events --to-snapshot 41 --yes --format json
     """
@@ -58,5 +62,6 @@ def restore(
     when = parse_timestamp(as_of, "--as-of") if as_of else None
     from ducklake_cli.ops.restore import plan_restore
 
-    run_plan(lambda lake: plan_restore(lake, target, snapshot_id=to_snapshot, as_of=when), catalog=catalog,
+    run_plan(lambda lake: plan_restore(lake, target, snapshot_id=to_snapshot, as_of=when, message=msg,
+                                       author=author), catalog=catalog,
              data_path=data_path, metadata_schema=metadata_schema, dry_run=dry_run, yes=yes, fmt=fmt)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ducklake_cli.catalog import restore as cr
+from ducklake_cli.catalog.options import require_message
 from ducklake_cli.catalog.paths import file_path, new_data_file_name, table_dir
 from ducklake_cli.catalog.types import DELETE_POS_ID, SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID
 from ducklake_cli.errors import CommitConflictError, NotFoundError, StorageError, UsageError
@@ -136,6 +137,8 @@ class RestorePlan(Plan):
     definition: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     selector: tuple[int | None, dt.datetime | None] = field(default=(None, None))
+    message: str | None = None
+    author: str | None = None
 
     def _report(self, *, dry_run: bool, snapshot_id: int | None = None,
                 written: dict[int, str] | None = None) -> RestoreReport:
@@ -172,14 +175,15 @@ class RestorePlan(Plan):
     def apply(self, lake: Lake) -> RestoreReport:
         """Plan again (the lake must not have moved since), copy and write the files, then commit one snapshot;
         files written for a commit that fails are removed."""
-        fresh = plan_restore(lake, self.table.qualified_name, snapshot_id=self.selector[0], as_of=self.selector[1])
+        fresh = plan_restore(lake, self.table.qualified_name, snapshot_id=self.selector[0], as_of=self.selector[1],
+                             message=self.message, author=self.author)
         if fresh.latest != self.latest:
             with lake.reader() as r:
                 _refuse_changed(cr.changes_to_table(r.conn, self.table, self.latest), self.table)
         written: list[str] = []
         try:
             staged = fresh._write_files(lake, written)
-            snapshot = lake.commit(lambda tx: fresh._stage(tx, staged))
+            snapshot = lake.commit(lambda tx: fresh._stage(tx, staged), author=self.author, message=self.message)
         except BaseException:
             from ducklake_cli.storage.listing import delete_files
 
@@ -237,7 +241,8 @@ class RestorePlan(Plan):
             cr.restore_inlined(tx, tid, change, self.target)
         if self.definition:
             cr.restore_definition(tx, self.table, self.then, inline=cr.inlines(tx.backend, self.table))
-        cr.add_table_stats(tx, tid, records=sum(c.source.record_count for c in self.copies),
+        cr.add_table_stats(tx, tid, records=sum(c.source.record_count for c in self.copies)
+                           + sum(i.to_readd for i in self.inlined),
                            file_bytes=sum(c.source.file_size_bytes for c in self.copies))
 
 
@@ -333,8 +338,8 @@ def _resolve(reader: LakeReader, snapshot_id: int | None, as_of: dt.datetime | N
     return found
 
 
-def plan_restore(lake: Lake, table: str, *, snapshot_id: int | None = None,
-                 as_of: dt.datetime | None = None) -> RestorePlan:
+def plan_restore(lake: Lake, table: str, *, snapshot_id: int | None = None, as_of: dt.datetime | None = None,
+                 message: str | None = None, author: str | None = None) -> RestorePlan:
     """Read what restoring `table` to a snapshot (an id, or the newest at a time) changes. Read-only; refuses an
     expired snapshot, a table missing now or then, and files N needs that are gone from storage."""
     from ducklake_cli.storage.listing import file_sizes
@@ -343,6 +348,7 @@ def plan_restore(lake: Lake, table: str, *, snapshot_id: int | None = None,
         raise UsageError("say which snapshot to restore to: --to-snapshot N or --as-of TIME")
     opts = dict(lake.storage_options)
     with lake.reader() as r:
+        require_message(r.metadata(), message)
         latest = r.latest_snapshot().snapshot_id
         target = _resolve(r, snapshot_id, as_of)
         now = r.find_table(latest, table)
@@ -377,7 +383,7 @@ def plan_restore(lake: Lake, table: str, *, snapshot_id: int | None = None,
                   if fid not in at_n or fid in copied)
     return RestorePlan(lake.target.display(), now, then, tdir, target, latest, copies=tuple(copies),
                        redeletes=tuple(redeletes), ended=ended, inlined=tuple(inlined), definition=tuple(definition),
-                       selector=(snapshot_id, as_of))
+                       selector=(snapshot_id, as_of), message=message, author=author)
 
 
 def _file_plan(at_n: dict[int, cr.FileState], at_l: dict[int, cr.FileState],

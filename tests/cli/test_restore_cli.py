@@ -42,10 +42,14 @@ def test_dry_run_then_yes_then_undo(capsys: pytest.CaptureFixture[str], lake: tu
     assert code == 2 and "not confirmed" in err and "\n" not in err.strip()
     assert _latest(catalog) == latest
 
-    code, out, err = run_main(capsys, "restore", catalog, "t", "--to-snapshot", "3", "--yes", "--format", "json")
+    code, out, err = run_main(capsys, "restore", catalog, "t", "--to-snapshot", "3", "--yes", "--format", "json",
+                              "-m", "undo the bad load", "--author", "ops")
     assert code == 0, err
     done = json.loads(out)
     assert done["dry_run"] is False and done["snapshot_id"] == latest + 1 and done["bytes_copied"] > 0
+    with Lake.open(catalog) as lk, lk.reader() as r:
+        snap = r.snapshot(latest + 1)
+        assert (snap.commit_message, snap.author) == ("undo the bad load", "ops")
 
     code, out, err = run_main(capsys, "restore", catalog, "t", "--to-snapshot", str(latest), "--yes")
     assert code == 0, err
