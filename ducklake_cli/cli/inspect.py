@@ -28,7 +28,9 @@ def inspect(
     catalog: OptionalCatalogArg = None,
     table: Annotated[str | None, typer.Argument(help="A table (name in schema main, or schema.name) to show in "
                                                      "detail.", show_default=False)] = None,
-    snapshots: Annotated[bool, typer.Option("--snapshots", help="List every snapshot with its changes.")] = False,
+    snapshots: Annotated[bool, typer.Option(
+        "--snapshots", help="List every snapshot with its changes and the rows, files and bytes it added and "
+        "removed, per table (with TABLE: the snapshots that changed it).")] = False,
     files: Annotated[bool, typer.Option("--files", help="List the data files (and delete files) live at the "
                                                         "snapshot.")] = False,
     snapshot: SnapshotOpt = None,
@@ -47,6 +49,8 @@ def inspect(
       ducklake inspect lake.sqlite main.events --snapshot 42
 
       ducklake inspect postgresql://lake@db/lake --snapshots --format json
+
+      ducklake inspect lake.sqlite main.events --snapshots
     """
     at = time_travel(snapshot, as_of)
     exclusive(("--snapshots", snapshots), ("--files", files))
@@ -55,7 +59,7 @@ def inspect(
     with lake_command(catalog, data_path=data_path, metadata_schema=metadata_schema) as lake:
         result: Result
         if snapshots:
-            result = ops.snapshots(lake)
+            result = ops.snapshots(lake, table)
         elif files:
             result = ops.files(lake, table, at=at)
         elif table:

@@ -9,6 +9,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ducklake_cli.catalog.changes import parse_changes
+from ducklake_cli.catalog.history import Metrics, TableNames, name_at, snapshot_metrics, table_names
 from ducklake_cli.catalog.models import ColumnInfo, TableInfo
 from ducklake_cli.catalog.partitions import transform_text
 from ducklake_cli.catalog.paths import file_path, table_dir
@@ -16,8 +17,8 @@ from ducklake_cli.catalog.queries import ColumnStatsSummary
 from ducklake_cli.catalog.snapshots import LATEST, SnapshotSelector
 from ducklake_cli.catalog.types import FLOAT_TYPES, INT_TYPES
 from ducklake_cli.engine.planning.counts import TableCounts, table_counts
-from ducklake_cli.errors import ChangeParseError
-from ducklake_cli.lake import Lake
+from ducklake_cli.errors import ChangeParseError, NotFoundError
+from ducklake_cli.lake import Lake, LakeReader
 from ducklake_cli.ops.options import OptionRow, effective_options, lake_options, options_section, table_entries
 from ducklake_cli.ops.results import Section, jsonable
 
@@ -186,8 +187,18 @@ class TableDetail:
 
 
 @dataclass(frozen=True)
+class TableMetrics:
+    """What one snapshot did to one table (catalog/history.py defines each counter)."""
+
+    table_id: int
+    schema: str | None
+    table: str | None
+    metrics: Metrics
+
+
+@dataclass(frozen=True)
 class SnapshotRow:
-    """One snapshot with its parsed change list."""
+    """One snapshot with its parsed change list and its operation metrics, in all and per table."""
 
     snapshot_id: int
     snapshot_time: dt.datetime
@@ -196,32 +207,58 @@ class SnapshotRow:
     author: str | None
     commit_message: str | None
     commit_extra_info: str | None
+    metrics: Metrics = dataclasses.field(default_factory=Metrics)
+    tables: tuple[TableMetrics, ...] = ()
+
+
+_SHOWN = ("rows_added", "rows_deleted", "files_added", "files_removed", "bytes_added", "bytes_removed")
 
 
 @dataclass(frozen=True)
 class SnapshotList:
-    """`inspect --snapshots`."""
+    """`inspect --snapshots` (of the lake, or of one table: `table` set)."""
 
     snapshots: tuple[SnapshotRow, ...]
+    table: str | None = None
 
     def to_json(self) -> Any:
-        """A list of snapshot objects (built directly: this list can hold many thousands)."""
+        """A list of snapshot objects (built directly: this list can hold many thousands); `metrics` sums the
+        per-table `tables` entries."""
         return [
             {"snapshot_id": s.snapshot_id, "snapshot_time": s.snapshot_time.isoformat(),
              "schema_version": s.schema_version, "changes": s.changes, "author": s.author,
-             "commit_message": s.commit_message, "commit_extra_info": s.commit_extra_info}
+             "commit_message": s.commit_message, "commit_extra_info": s.commit_extra_info,
+             "metrics": s.metrics.as_dict(),
+             "tables": [{"table_id": m.table_id, "schema": m.schema, "table": m.table, **m.metrics.as_dict()}
+                        for m in s.tables]}
             for s in self.snapshots
         ]
 
     def sections(self) -> list[Section]:
-        """One row per snapshot."""
-        rows = tuple(
+        """One row per snapshot with its totals (compact for people, one number a column in CSV); then one row
+        per snapshot and table it changed."""
+        base = tuple(
             (s.snapshot_id, s.snapshot_time.isoformat(), s.schema_version,
              "; ".join(f"{k}: {', '.join(v)}" for k, v in s.changes.items()), s.author, s.commit_message)
             for s in self.snapshots
         )
-        return [Section("Snapshots", ("snapshot_id", "time", "schema_version", "changes", "author", "message"), rows,
-                        history=True)]
+        head = ("snapshot_id", "time", "schema_version", "changes", "author", "message")
+        shown = tuple((*b, *_compact(s.metrics)) for b, s in zip(base, self.snapshots, strict=True))
+        flat = tuple((*b, *(s.metrics.as_dict()[k] for k in _SHOWN)) for b, s in zip(base, self.snapshots,
+                                                                                        strict=True))
+        per_table = tuple(
+            (s.snapshot_id, f"{m.schema}.{m.table}" if m.table else str(m.table_id), *_compact(m.metrics))
+            for s in self.snapshots for m in s.tables
+        )
+        return [Section("Snapshots", (*head, "rows +/-", "files +/-", "bytes +/-"), shown, csv=False, history=True),
+                Section("Snapshots", (*head, *_SHOWN), flat, table=False, history=True),
+                Section("Changes per table", ("snapshot_id", "table", "rows +/-", "files +/-", "bytes +/-"),
+                        per_table, csv=False, history=True)]
+
+
+def _compact(m: Metrics) -> tuple[str, str, str]:
+    return (f"+{m.rows_added} -{m.rows_deleted}", f"+{m.files_added} -{m.files_removed}",
+            f"+{m.bytes_added} -{m.bytes_removed}")
 
 
 @dataclass(frozen=True)
@@ -283,18 +320,54 @@ def _table_summary(t: TableInfo, c: TableCounts) -> TableSummary:
                         c.data_bytes, c.delete_bytes, c.inlined_rows)
 
 
-def snapshots(lake: Lake) -> SnapshotList:
-    """Every snapshot with its changes parsed as DuckDB's `ducklake_snapshots()` shows them."""
+def snapshots(lake: Lake, table: str | None = None) -> SnapshotList:
+    """Every snapshot with its changes parsed as DuckDB's `ducklake_snapshots()` shows them and its operation
+    metrics from metadata; with `table`, only the snapshots that changed that table, with its metrics alone."""
     with lake.reader() as r:
+        tid = None
+        names = table_names(r.conn, r.backend)
+        if table is not None:
+            tid = _table_id(r, table, names)
+        metrics = snapshot_metrics(r.conn, r.backend, None if tid is None else [tid])
         rows = []
         for s in r.snapshots():
             try:
                 changes = parse_changes(s.changes_made)
             except ChangeParseError:
                 changes = {"unparsed": [s.changes_made or ""]}
+            per = metrics.get(s.snapshot_id, {})
+            if tid is not None and tid not in per and not _names_table(changes, tid, names, s.snapshot_id):
+                continue
+            total = Metrics()
+            entries = []
+            for table_id in sorted(per):
+                total.add(per[table_id])
+                schema_name, table_name = name_at(names, table_id, s.snapshot_id)
+                entries.append(TableMetrics(table_id, schema_name, table_name, per[table_id]))
             rows.append(SnapshotRow(s.snapshot_id, s.snapshot_time, s.schema_version, changes, s.author,
-                                    s.commit_message, s.commit_extra_info))
-        return SnapshotList(tuple(rows))
+                                    s.commit_message, s.commit_extra_info, total, tuple(entries)))
+        return SnapshotList(tuple(rows), table)
+
+
+def _table_id(r: LakeReader, table: str, names: TableNames) -> int:
+    """The table's id: live at the latest snapshot, else the newest table ever so named (a dropped table)."""
+    try:
+        return r.find_table(r.latest_snapshot().snapshot_id, table).table_id
+    except NotFoundError:
+        schema_name, _, table_name = table.rpartition(".")
+        found = [(rows[-1][0], tid) for tid, rows in names.items()
+                 if any(n == table_name and s == (schema_name or "main") for _, s, n in rows)]
+        if not found:
+            raise
+        return max(found)[1]
+
+
+def _names_table(changes: dict[str, list[str]], table_id: int, names: TableNames, snapshot_id: int) -> bool:
+    """Whether a snapshot's changes name the table: by id, or by its name when created."""
+    schema_name, table_name = name_at(names, table_id, snapshot_id)
+    created = f"{schema_name}.{table_name}"
+    return any(str(table_id) in values or (key == "tables_created" and created in values)
+               for key, values in changes.items())
 
 
 def files(lake: Lake, table: str | None = None, *, at: SnapshotSelector = LATEST) -> FileList:

@@ -96,3 +96,78 @@ def read_every_snapshot(attach: str, tables: tuple[str, ...] = ("t", "u")) -> di
     finally:
         con.close()
     return out
+
+
+METRICS_HISTORY = [
+    "CREATE TABLE t(a INTEGER, b VARCHAR)",
+    "INSERT INTO t SELECT i, 's' || i FROM range(10) r(i)",
+    "INSERT INTO t VALUES (100, 'x'), (101, 'y')",
+    "DELETE FROM t WHERE a < 2",
+    "DELETE FROM t WHERE a = 100",
+    "UPDATE t SET b = 'u' WHERE a = 5",
+    "DELETE FROM t WHERE a < 4",
+    "ALTER TABLE t ADD COLUMN z BIGINT",
+    "INSERT INTO t (a, z) VALUES (200, 1)",
+    "INSERT INTO t SELECT i, 'w', i FROM range(1000, 1020) r(i)",
+    "DELETE FROM t WHERE a >= 1000",
+    "UPDATE t SET z = 7 WHERE a >= 5",
+    "CREATE TABLE u AS SELECT range AS k FROM range(5)",
+    "DELETE FROM u WHERE k = 1",
+    "INSERT INTO u SELECT range FROM range(10, 30)",
+    "DELETE FROM u WHERE k IN (10, 11)",
+    "DELETE FROM u WHERE k IN (12, 13, 14, 15)",
+    "ALTER TABLE u RENAME TO w",
+    "DELETE FROM w",
+    "INSERT INTO w VALUES (1), (2)",
+    "DROP TABLE w",
+    "DELETE FROM t WHERE a = 101",
+]
+
+
+def build_lake(root: Path, statements: list[str], *, inlining: int = 3) -> Path:
+    """A SQLite catalog built by DuckDB running `statements` (one snapshot each) with data under root/data."""
+    root.mkdir(parents=True, exist_ok=True)
+    catalog = root / "cat.sqlite"
+    con = oracle_connect()
+    try:
+        con.execute(attach_sql("sqlite", catalog, data_path=str(root / "data") + "/", inlining=inlining))
+        con.execute("USE lake")
+        for statement in statements:
+            con.execute(statement)
+        con.execute("USE memory")
+        con.execute("DETACH lake")
+    finally:
+        con.close()
+    return catalog
+
+
+def live_state(attach: str, tables: dict[int, tuple[str, ...]], *,
+               last_only: bool = False) -> dict[int, dict[int, tuple[int, int, int, int]]]:
+    """Per snapshot (or the last only) and table id (read by whichever of its names exists then): DuckDB's row
+    count, live data files, live delete files and their bytes together, from `count(*)` and `ducklake_list_files`."""
+    con = oracle_connect()
+    out: dict[int, dict[int, tuple[int, int, int, int]]] = {}
+    try:
+        con.execute(attach)
+        snapshots = [r[0] for r in con.execute("SELECT snapshot_id FROM ducklake_snapshots('lake') ORDER BY 1")
+                     .fetchall()]
+        for n in snapshots[-1:] if last_only else snapshots:
+            out[n] = {}
+            for tid, names in tables.items():
+                for name in names:
+                    try:
+                        rows = con.execute(f"SELECT count(*) FROM lake.{name} AT (VERSION => {n})").fetchone()
+                        files = con.execute(
+                            "SELECT count(*), count(delete_file), coalesce(sum(data_file_size_bytes), 0) + "
+                            f"coalesce(sum(delete_file_size_bytes), 0) FROM ducklake_list_files('lake', '{name}', "
+                            f"snapshot_version => {n})").fetchone()
+                    except duckdb.Error:
+                        continue
+                    assert rows is not None and files is not None
+                    out[n][tid] = (int(rows[0]), int(files[0]), int(files[1]), int(files[2]))
+                    break
+        con.execute("USE memory")
+        con.execute("DETACH lake")
+    finally:
+        con.close()
+    return out
