@@ -386,6 +386,25 @@ def plan_restore(lake: Lake, table: str, *, snapshot_id: int | None = None, as_o
                        selector=(snapshot_id, as_of), message=message, author=author)
 
 
+def _read_all(at_n: dict[int, cr.FileState], target: int, tdir: str,
+              opts: dict[str, Any]) -> dict[int, tuple[list[tuple[int, int | None]], set[int]]]:
+    """Per data file N reads: its delete file's `(position, snapshot)` rows and, for a compacted or flushed file
+    holding rows inserted after N, their positions (small reads, in parallel: object-store round trips)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ducklake_cli.storage.listing import WORKERS
+
+    def one(st: cr.FileState) -> tuple[list[tuple[int, int | None]], set[int]]:
+        f = st.data
+        rows = _delete_rows(file_path(tdir, st.delete), st.delete.format, opts) if st.delete else []
+        later = f.partial_max is not None and f.partial_max > target
+        return rows, _inserted_after(file_path(tdir, f), target, opts) if later else set()
+
+    todo = sorted(at_n.items())
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        return dict(zip([fid for fid, _ in todo], pool.map(one, [st for _, st in todo]), strict=True))
+
+
 def _file_plan(at_n: dict[int, cr.FileState], at_l: dict[int, cr.FileState],
                inl_deletes: Sequence[tuple[int, int, int]], target: int, tdir: str,
                opts: dict[str, Any]) -> tuple[list[Copy], list[Redelete]]:
@@ -400,13 +419,12 @@ def _file_plan(at_n: dict[int, cr.FileState], at_l: dict[int, cr.FileState],
             later_inline.add(fid)
     copies: list[Copy] = []
     redeletes: list[Redelete] = []
+    reads = _read_all(at_n, target, tdir, opts)
     for fid, st in sorted(at_n.items()):
         f, path = st.data, file_path(tdir, st.data)
-        rows = _delete_rows(file_path(tdir, st.delete), st.delete.format, opts) if st.delete else []
+        rows, hidden = reads[fid]
         deleted = {p for p, snap in rows if snap is None or snap <= target}
         later_in_file = any(snap is not None and snap > target for _, snap in rows)
-        hidden = _inserted_after(path, target, opts) if f.partial_max is not None and f.partial_max > target \
-            else set()
         live = at_l.get(fid)
         if live is not None and fid not in later_inline:
             same_delete = (live.delete.delete_file_id if live.delete else None) == \
