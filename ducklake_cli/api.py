@@ -58,6 +58,44 @@ class Lake(_BaseLake):
 
         with self._on(spark):
             return sql_dataframe(self, query, at=SnapshotSelector(snapshot, as_of))
+    def table_changes(
+        self, table: str, start: int | dt.datetime, end: int | dt.datetime | None = None, *,
+        spark: SparkSession | None = None,
+    ) -> DataFrame:
+        """The rows `table` gained and lost between two snapshots (bounds inclusive; an id, or a time: the first
+        snapshot at or after `start`, the last at or before `end`; no `end`: the latest), as DuckDB's
+        `ducklake_table_changes` returns them: `snapshot_id`, `rowid`, `change_type` (`insert`, `delete`,
+        `update_preimage`, `update_postimage`), then the table's columns as of `end`.
+
+        >>> lake.table_changes("orders", 10, 12).where("change_type = 'delete'")
+        """
+        from ducklake_cli.ops.feed import feed_dataframe
+
+        with self._on(spark):
+            return feed_dataframe(self, table, start, end, feed="changes")
+
+    def table_insertions(
+        self, table: str, start: int | dt.datetime, end: int | dt.datetime | None = None, *,
+        spark: SparkSession | None = None,
+    ) -> DataFrame:
+        """The rows inserted into `table` between two snapshots (`snapshot_id`, `rowid`, the columns), as DuckDB's
+        `ducklake_table_insertions`; bounds as in `table_changes`."""
+        from ducklake_cli.ops.feed import feed_dataframe
+
+        with self._on(spark):
+            return feed_dataframe(self, table, start, end, feed="insertions")
+
+    def table_deletions(
+        self, table: str, start: int | dt.datetime, end: int | dt.datetime | None = None, *,
+        spark: SparkSession | None = None,
+    ) -> DataFrame:
+        """The rows deleted from `table` between two snapshots (`snapshot_id`, `rowid`, the columns), as DuckDB's
+        `ducklake_table_deletions`; bounds as in `table_changes`."""
+        from ducklake_cli.ops.feed import feed_dataframe
+
+        with self._on(spark):
+            return feed_dataframe(self, table, start, end, feed="deletions")
+
     @overload
     def write(
         self, df: DataFrame, table: str, *, mode: Literal["merge"], on: Sequence[str] | None = None,

@@ -17,6 +17,7 @@ from typer._click.exceptions import UsageError as ClickUsageError
 from typer.core import Abort
 
 from ducklake_cli._version import __version__
+from ducklake_cli.cli.changes import changes
 from ducklake_cli.cli.copy_catalog import copy_catalog
 from ducklake_cli.cli.create import create_catalog
 from ducklake_cli.cli.delete import delete
@@ -43,6 +44,7 @@ app.command("create-catalog")(create_catalog)
 app.command("copy-catalog")(copy_catalog)
 app.command("inspect")(inspect)
 app.command("query")(query)
+app.command("changes")(changes)
 app.command("write")(write)
 app.command("delete")(delete)
 app.command("options")(options)

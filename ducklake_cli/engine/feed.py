@@ -135,37 +135,32 @@ def _delete_positions(spark: SparkSession, plan: FeedPlan, rows: DataFrame) -> D
     info = _local(spark, ["__entry", "__file_id", "__lo", "__hi"],
                   [(e.entry_id, e.data_file_id, *ranges[e.range_id]) for e in entries])
     positions: list[DataFrame] = []
-    raw_current = _union(cur_parts)
-    # Entries whose delete file carries its own snapshots: DuckDB then never subtracts the previous file.
-    embedded = (raw_current.where(F.col("snap").isNotNull()).select("__entry").distinct()
-                if raw_current is not None else None)
-    current = raw_current
+    inlined = [(e.entry_id, e.data_file_id, pos, snap) for e in entries for pos, snap in e.inlined]
+    inlined_df = _local(spark, ["__entry", "__file_id", "__pos", "__psnap"], inlined) if inlined else None
+    current = _union(cur_parts)
     if current is not None:
         # A delete file's embedded snapshots keep only the positions deleted in range.
         current = current.join(F.broadcast(info), "__entry").where(
-            F.col("snap").isNull() | F.col("snap").between(F.col("__lo"), F.col("__hi")))
-        positions.append(current.select("__entry", "__file_id", F.col("pos").alias("__pos"),
-                                        F.col("snap").alias("__psnap"), F.lit(1).alias("__prio")))
-    inlined = [(e.entry_id, e.data_file_id, pos, snap) for e in entries for pos, snap in e.inlined]
-    if inlined:
-        positions.append(_local(spark, ["__entry", "__file_id", "__pos", "__psnap"], inlined)
-                         .withColumn("__prio", F.lit(0)))
+            F.col("snap").isNull() | F.col("snap").between(F.col("__lo"), F.col("__hi"))).select(
+            "__entry", "__file_id", F.col("pos").alias("__pos"), F.col("snap").alias("__psnap"))
+        if inlined_df is not None:
+            # A position also deleted inline is listed once, with the inlined deletion's snapshot.
+            current = current.join(F.broadcast(inlined_df.select("__entry", "__pos")), ["__entry", "__pos"],
+                                   "left_anti")
+        positions.append(current)
+    if inlined_df is not None:
+        positions.append(inlined_df)
     whole = [(e.entry_id, e.data_file_id) for e in entries if e.whole_file]
     if whole:
         positions.append(rows.select("__file_id", "__pos").join(
             F.broadcast(_local(spark, ["__entry", "__file_id"], whole)), "__file_id").select(
-            "__entry", "__file_id", "__pos", F.lit(None).cast("bigint").alias("__psnap"), F.lit(2).alias("__prio")))
-    found_positions = _union(positions)
-    if found_positions is None:
+            "__entry", "__file_id", "__pos", F.lit(None).cast("bigint").alias("__psnap")))
+    merged = _union(positions)
+    if merged is None:
         return None
-    # One row per (entry, position): an inlined deletion's snapshot wins over the delete file's.
-    merged = found_positions.groupBy("__entry", "__file_id", "__pos").agg(
-        F.min_by("__psnap", "__prio").alias("__psnap"))
     previous = _union(prev_parts)
     if previous is not None:
-        # Positions of the previous delete file are not new, unless the current one carries its own snapshots.
-        if embedded is not None:
-            previous = previous.join(embedded, "__entry", "left_anti")
+        # Positions already in the previous delete file are not new (the plan keeps it only where that applies).
         merged = merged.join(previous.select("__entry", F.col("pos").alias("__pos")), ["__entry", "__pos"],
                              "left_anti")
     return merged
@@ -241,19 +236,27 @@ def _changes(ins: DataFrame, dels: DataFrame, data: list[str]) -> DataFrame:
     return side(ins, dels, "update_postimage", "insert").unionByName(side(dels, ins, "update_preimage", "delete"))
 
 
-def feed_frame(spark: SparkSession, plan: FeedPlan, kind: str, *, with_range: bool = False) -> DataFrame:
-    """One of DuckDB's feeds (`insertions`, `deletions` or `changes`) with DuckDB's columns: `snapshot_id`,
-    `rowid`, `change_type` (changes only), then the table's columns; `with_range` adds the range's index first."""
+def feed_frames(spark: SparkSession, plan: FeedPlan, *, with_range: bool = False) -> dict[str, DataFrame]:
+    """DuckDB's three feeds (`insertions`, `deletions`, `changes`) built on the same two sides, with DuckDB's
+    columns: `snapshot_id`, `rowid`, `change_type` (changes only), then the table's columns; `with_range` adds
+    the range's index (`range_id`) first."""
     from pyspark.sql import functions as F
 
-    if kind not in KINDS:
-        raise ValueError(f"unknown feed {kind!r}")
     ins, dels = feed_sides(spark, plan)
     data = _data_columns(plan)
-    df = ins if kind == "insertions" else dels if kind == "deletions" else _changes(ins, dels, data)
-    out = [F.col(RANGE).alias("range_id")] if with_range else []
-    out += [F.col(SNAP).alias("snapshot_id"), F.col(ROWID).alias("rowid")]
-    if kind == "changes":
-        out.append(F.col("__kind").alias("change_type"))
-    out += [F.col(n).alias(c.name) for n, c in zip(data, plan.table.columns, strict=True)]
-    return df.select(*out)
+    out: dict[str, DataFrame] = {}
+    for kind, df in (("insertions", ins), ("deletions", dels), ("changes", _changes(ins, dels, data))):
+        cols = [F.col(RANGE).alias("range_id")] if with_range else []
+        cols += [F.col(SNAP).alias("snapshot_id"), F.col(ROWID).alias("rowid")]
+        if kind == "changes":
+            cols.append(F.col("__kind").alias("change_type"))
+        cols += [F.col(n).alias(c.name) for n, c in zip(data, plan.table.columns, strict=True)]
+        out[kind] = df.select(*cols)
+    return out
+
+
+def feed_frame(spark: SparkSession, plan: FeedPlan, kind: str, *, with_range: bool = False) -> DataFrame:
+    """One of DuckDB's feeds (`insertions`, `deletions` or `changes`), see `feed_frames`."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown feed {kind!r}")
+    return feed_frames(spark, plan, with_range=with_range)[kind]

@@ -133,10 +133,10 @@ def delete_entries(
                 not gone.get(f.data_file_id))
     if has_inlined_table:
         for file_id, rows in sorted(gone.items()):
-            f = data.get(file_id)
-            if f is None or by_file.get(file_id):
+            ended = data.get(file_id)
+            if ended is None or by_file.get(file_id):
                 continue
-            if f.end_snapshot is not None and start <= f.end_snapshot <= end:
+            if ended.end_snapshot is not None and start <= ended.end_snapshot <= end:
                 continue
             add(file_id, min(snap for _, snap in rows), None, None, False)
     return out
@@ -171,6 +171,7 @@ def plan_feed(
         inserts += insert_files(files, a, b, range_id=i)
         entries += delete_entries(files, deletes, inlined, a, b, source=source, has_inlined_table=has_inlined_table,
                                   range_id=i, first_id=len(entries))
+    entries = _without_needless_previous(entries, options)
     wanted = {i.data_file_id for i in inserts} | {e.data_file_id for e in entries}
     read = [f for f in files if f.data_file_id in wanted]
     _refuse_encrypted(table, read, deletes)
@@ -181,6 +182,25 @@ def plan_feed(
         inlined_deletes=tuple(_inlined(reader, table, live, deleted=True)),
         data_files={f.data_file_id: f for f in read},
     )
+
+
+def _without_needless_previous(entries: list[DeleteEntry], options: Mapping[str, Any]) -> list[DeleteEntry]:
+    """DuckDB subtracts the previous delete file only when the current one has no embedded snapshot column
+    (told by its footer): drop `previous` where it does not apply."""
+    import dataclasses
+
+    currents = {e.current.path for e in entries if e.current is not None and e.previous is not None
+                and e.current.format != "puffin"}
+    embedded = {path for path in currents if _has_snapshot_column(path, options)}
+    return [dataclasses.replace(e, previous=None) if e.current is not None and e.current.path in embedded else e
+            for e in entries]
+
+
+def _has_snapshot_column(path: str, options: Mapping[str, Any]) -> bool:
+    from ducklake_cli.catalog.types import SNAPSHOT_ID_COLUMN
+    from ducklake_cli.engine.planning.scan_plan import _footer_schema
+
+    return SNAPSHOT_ID_COLUMN in _footer_schema(path, options).names
 
 
 def _refuse_encrypted(table: TableInfo, files: Sequence[DataFile], deletes: Sequence[DeleteFile]) -> None:
@@ -213,7 +233,9 @@ def _scan_plan(reader: MetadataReader, table: TableInfo, end: int, files: Sequen
     )
 
 
-def _missing_columns(table: TableInfo, files: Sequence[FileSource], options: Mapping[str, Any]) -> dict[int, frozenset[int]]:
+def _missing_columns(
+    table: TableInfo, files: Sequence[FileSource], options: Mapping[str, Any],
+) -> dict[int, frozenset[int]]:
     """Columns with a default that a file lacks, from every file's footer: DuckDB's rewrites write files after a
     column was added that still lack it (so a file's age says nothing)."""
     defaulted = [c for c in table.columns if c.initial_default is not None]
