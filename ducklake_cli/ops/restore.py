@@ -354,9 +354,11 @@ def plan_restore(lake: Lake, table: str, *, snapshot_id: int | None = None, as_o
         now = r.find_table(latest, table)
         found = r.tables(target, table_ids=[now.table_id])
         if not found:
+            same_name = any(x.qualified_name == now.qualified_name for x in r.tables(target))
             raise NotFoundError(f"table {now.qualified_name} did not exist at snapshot {target}; nothing changed",
-                                hint=f"it was created at snapshot {now.begin_snapshot}" if now.begin_snapshot > target
-                                else "a table of that name existed then, but it was dropped and created again")
+                                hint="the table of that name then was dropped since; this one was created at "
+                                     f"snapshot {now.begin_snapshot}" if same_name
+                                else f"it was created (or last renamed) at snapshot {now.begin_snapshot}")
         then = found[0]
         schema = next(sc for sc in r.schemas(latest) if sc.schema_id == now.schema_id)
         tdir = table_dir(r.data_path, schema, now)

@@ -16,7 +16,7 @@ from ducklake_cli.errors import CommitConflictError, NotFoundError, StorageError
 from ducklake_cli.lake import Lake
 from ducklake_cli.ops.restore import plan_restore
 from tests.support.oracle import oracle_connect
-from tests.support.restore_lakes import SCENARIOS, Scenario, attach, build, oracle_reads
+from tests.support.restore_lakes import NESTED_RENAMED, SCENARIOS, Scenario, attach, build, oracle_reads
 from tests.support.services import pg_database, require_env
 
 _RESTORE_CHANGES = {"tables_inserted_into", "tables_deleted_from", "tables_altered", "inlined_insert",
@@ -34,12 +34,12 @@ def _targets(snapshots: list[int]) -> list[int]:
     return [*out, max(snapshots)]
 
 
-def _chain(catalog: str, before: dict[int, Counter[Any]]) -> dict[int, int]:
+def _chain(catalog: str, before: dict[int, Counter[Any]], table: str = "t") -> dict[int, int]:
     """Restore to each target in turn; the new snapshot of each restore → its target."""
     made: dict[int, int] = {}
     with Lake.open(catalog) as lake:
         for n in _targets(list(before)):
-            plan = plan_restore(lake, "t", snapshot_id=n)
+            plan = plan_restore(lake, table, snapshot_id=n)
             if plan.is_empty():
                 continue
             result = plan.apply(lake)
@@ -67,6 +67,15 @@ def test_restore_each_snapshot_reads_as_it(tmp_path: Path, scenario: Scenario) -
     made = _chain(catalog, before)
     assert len(made) >= len(before) - 2  # every earlier snapshot but the ones that already read as the latest
     after, changes = oracle_reads("sqlite", catalog, data)
+    _check(before, after, made, changes)
+
+
+def test_restore_nested_columns_of_a_renamed_table(tmp_path: Path) -> None:
+    """Struct fields added, renamed and dropped, inlined rows, and the table renamed since: it keeps its name."""
+    catalog, data = str(tmp_path / "lake.sqlite"), tmp_path / "data"
+    before = build("sqlite", catalog, data, NESTED_RENAMED, "t2", "t")
+    made = _chain(catalog, before, "t2")
+    after, changes = oracle_reads("sqlite", catalog, data, "t2", "t")
     _check(before, after, made, changes)
 
 

@@ -97,6 +97,19 @@ SCENARIOS: tuple[Scenario, ...] = (
     )),
 )
 
+# Nested columns (struct fields added, renamed, dropped), inlined rows, and a table renamed from t to t2.
+NESTED_RENAMED = Scenario("nested_renamed", (
+    "CREATE TABLE t(id INTEGER, st STRUCT(a INTEGER, b VARCHAR))",
+    "INSERT INTO t VALUES (1, {'a': 1, 'b': 'x'}), (2, {'a': 2, 'b': 'y'})",
+    "ALTER TABLE t ADD COLUMN st.c DOUBLE",
+    "INSERT INTO t VALUES (3, {'a': 3, 'b': 'z', 'c': 1.5})",
+    "ALTER TABLE t RENAME COLUMN st.b TO bb",
+    "ALTER TABLE t RENAME TO t2",
+    "UPDATE t2 SET id = id + 10 WHERE id = 1",
+    "ALTER TABLE t2 DROP COLUMN st.a",
+    "INSERT INTO t2 VALUES (4, {'bb': 'q', 'c': 2.5})",
+), inline_limit=5)
+
 
 def attach(backend: str, catalog: str, data: Path, scenario: Scenario | None = None) -> str:
     """The ATTACH statement (the inlining limit set when the lake is created)."""
@@ -104,7 +117,8 @@ def attach(backend: str, catalog: str, data: Path, scenario: Scenario | None = N
     return attach_clause(backend, catalog, data, "lake", extra)
 
 
-def build(backend: str, catalog: str, data: Path, scenario: Scenario) -> dict[int, Counter[tuple[Any, ...]]]:
+def build(backend: str, catalog: str, data: Path, scenario: Scenario,
+          *names: str) -> dict[int, Counter[tuple[Any, ...]]]:
     """Create the lake and run the scenario, one snapshot per statement; DuckDB's reading of every snapshot."""
     con = oracle_connect()
     try:
@@ -113,25 +127,39 @@ def build(backend: str, catalog: str, data: Path, scenario: Scenario) -> dict[in
         for sql in scenario.statements:
             con.execute(sql)
         con.execute("USE memory")
-        return read_snapshots(con)
+        return read_snapshots(con, *(names or (TABLE,)))
     finally:
         con.close()
 
 
 def _norm(value: Any) -> Any:
+    """A value in one hashable, comparable form (structs as sorted pairs, lists as tuples, floats rounded)."""
+    if hasattr(value, "asDict"):
+        value = value.asDict(recursive=False)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _norm(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(_norm(v) for v in value)
     if isinstance(value, float):
         return round(value, 9)
     return value
 
 
-def read_snapshots(con: duckdb.DuckDBPyConnection, table: str = TABLE) -> dict[int, Counter[tuple[Any, ...]]]:
-    """Every snapshot at which `lake.<table>` exists, read by DuckDB: its rows as a multiset (column names first)."""
+def read_snapshots(con: duckdb.DuckDBPyConnection, table: str = TABLE,
+                   *also: str) -> dict[int, Counter[tuple[Any, ...]]]:
+    """Every snapshot at which `lake.<table>` (or, for a renamed table, a name in `also`) exists, read by DuckDB:
+    its rows as a multiset (column names first)."""
     out: dict[int, Counter[tuple[Any, ...]]] = {}
     ids = [r[0] for r in con.execute("SELECT snapshot_id FROM ducklake_snapshots('lake') ORDER BY 1").fetchall()]
     for sid in ids:
-        try:
-            cur = con.execute(f"SELECT * FROM lake.{table} AT (VERSION => {sid})")
-        except duckdb.Error:
+        cur = None
+        for name in (table, *also):
+            try:
+                cur = con.execute(f"SELECT * FROM lake.{name} AT (VERSION => {sid})")
+                break
+            except duckdb.Error:
+                continue
+        if cur is None:
             continue
         names = tuple(d[0] for d in cur.description or ())
         rows = Counter(tuple(_norm(v) for v in r) for r in cur.fetchall())
@@ -140,12 +168,13 @@ def read_snapshots(con: duckdb.DuckDBPyConnection, table: str = TABLE) -> dict[i
     return out
 
 
-def oracle_reads(backend: str, catalog: str, data: Path) -> tuple[dict[int, Counter[tuple[Any, ...]]], list[Any]]:
+def oracle_reads(backend: str, catalog: str, data: Path,
+                 *names: str) -> tuple[dict[int, Counter[tuple[Any, ...]]], list[Any]]:
     """DuckDB's reading of every snapshot, and its parsed `ducklake_snapshots()` change maps."""
     con = oracle_connect()
     try:
         con.execute(attach(backend, catalog, data))
-        reads = read_snapshots(con)
+        reads = read_snapshots(con, *(names or (TABLE,)))
         changes = con.execute("SELECT snapshot_id, changes FROM ducklake_snapshots('lake') ORDER BY 1").fetchall()
         return reads, changes
     finally:
