@@ -20,8 +20,11 @@ if TYPE_CHECKING:
 
 def register_views(spark: SparkSession, plan: SqlPlan) -> None:
     """Create the plan's temp views on Spark: table scans, and lake views built on their own views."""
+    from ducklake_cli.engine.feed import feed_frame
     from ducklake_cli.engine.scan import scan
 
+    for name, feed, kind in plan.feeds:
+        feed_frame(spark, feed, kind).createOrReplaceTempView(name)
     for name, source, with_rowid in plan.views:
         if isinstance(source, ScanPlan):
             scan(spark, source, with_rowid=with_rowid).createOrReplaceTempView(name)

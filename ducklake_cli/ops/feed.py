@@ -11,7 +11,6 @@ from ducklake_cli.catalog.snapshots import timestamp_or_none
 from ducklake_cli.errors import UsageError
 
 if TYPE_CHECKING:
-    from ducklake_cli.catalog.reader import MetadataReader
     from ducklake_cli.engine.planning.feed_plan import FeedPlan
     from ducklake_cli.engine.session import DataFrame, SparkSession
     from ducklake_cli.lake import Lake
@@ -40,26 +39,10 @@ def parse_bound(text: str, what: str) -> Bound:
     return when
 
 
-def resolve_range(reader: MetadataReader, start: Bound, end: Bound | None) -> tuple[int, int]:
-    """Snapshot ids of a feed's bounds as DuckDB resolves them: an id must exist; a start time means the first
-    snapshot at or after it, an end time the last at or before it; no end means the latest snapshot."""
-    from ducklake_cli.catalog.feed import first_snapshot_from
-
-    if end is None:
-        last = reader.latest_snapshot().snapshot_id
-    elif isinstance(end, dt.datetime):
-        last = reader.snapshot_at(end).snapshot_id
-    else:
-        last = reader.snapshot(int(end)).snapshot_id
-    first = (first_snapshot_from(reader, start).snapshot_id if isinstance(start, dt.datetime)
-             else reader.snapshot(int(start)).snapshot_id)
-    return first, last
-
-
 def plan_table_feed(lake: Lake, table: str, ranges: Sequence[tuple[Bound, Bound | None]]) -> FeedPlan:
     """The feed plan of `table` for the ranges, its columns as of their (shared) end snapshot; refused when the
     ranges end at snapshots where the table's columns differ."""
-    from ducklake_cli.engine.planning.feed_plan import plan_feed
+    from ducklake_cli.engine.planning.feed_plan import plan_feed, resolve_range
 
     with lake.reader() as r:
         ids = [resolve_range(r, a, b) for a, b in ranges]

@@ -6,6 +6,7 @@ quirks included, so the feed equals DuckDB's row for row (`engine/feed.py` runs 
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -140,6 +141,23 @@ def delete_entries(
                 continue
             add(file_id, min(snap for _, snap in rows), None, None, False)
     return out
+
+
+def resolve_range(reader: MetadataReader, start: int | dt.datetime,
+                  end: int | dt.datetime | None) -> tuple[int, int]:
+    """Snapshot ids of a feed's bounds as DuckDB resolves them: an id must exist; a start time means the first
+    snapshot at or after it, an end time the last at or before it; no end means the latest snapshot."""
+    from ducklake_cli.catalog.feed import first_snapshot_from
+
+    if end is None:
+        last = reader.latest_snapshot().snapshot_id
+    elif isinstance(end, dt.datetime):
+        last = reader.snapshot_at(end).snapshot_id
+    else:
+        last = reader.snapshot(int(end)).snapshot_id
+    first = (first_snapshot_from(reader, start).snapshot_id if isinstance(start, dt.datetime)
+             else reader.snapshot(int(start)).snapshot_id)
+    return first, last
 
 
 def plan_feed(

@@ -3,6 +3,7 @@ reads, the plans of the lake views it reads, and its rewritten SQL (`engine/run_
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -12,11 +13,12 @@ from ducklake_cli.catalog.models import SchemaInfo, Snapshot, TableInfo
 from ducklake_cli.catalog.reader import MetadataReader
 from ducklake_cli.catalog.snapshots import timestamp_or_none
 from ducklake_cli.engine.planning.counts import table_counts
+from ducklake_cli.engine.planning.feed_plan import FeedPlan
 from ducklake_cli.engine.planning.scan_plan import ScanPlan, plan_scan
 from ducklake_cli.errors import NotFoundError, QueryError
 
 if TYPE_CHECKING:
-    from ducklake_cli.engine.planning.sql_rewrite import ParsedQuery, TableRef
+    from ducklake_cli.engine.planning.sql_rewrite import FeedRef, ParsedQuery, TableRef
 
 _view_ids = itertools.count()
 MAX_VIEW_DEPTH = 16
@@ -33,6 +35,8 @@ class SqlPlan:
     views: list[tuple[str, ScanPlan | SqlPlan, bool]] = field(default_factory=list)
     view: str | None = None  # the lake view (`schema.name`) this plan is the body of
     column_aliases: list[str] = field(default_factory=list)  # `CREATE VIEW v(a, b)`: names of its first columns
+    # Temp views of the change-feed table functions it reads: (view name, feed plan, feed kind).
+    feeds: list[tuple[str, FeedPlan, str]] = field(default_factory=list)
 
 
 def _ref_snapshot(reader: MetadataReader, ref: TableRef, default: Snapshot) -> int:
@@ -107,6 +111,29 @@ def _plan_refs(reader: MetadataReader, parsed: ParsedQuery, *, snapshot: Snapsho
         inner.view, inner.column_aliases = qualified, view_column_aliases(view.column_aliases)
         out.scans.extend(inner.scans)
         out.views.append((view_name, inner, False))
+    feed_views = {ref: _plan_feed(reader, ref, out, data_path, storage_options) for ref in parsed.feed_refs()}
     rowid_views = frozenset(name for name, source, with_rowid in out.views if with_rowid)
-    out.spark_sql = parsed.rewrite(views, rowid_views)
+    out.spark_sql = parsed.rewrite(views, rowid_views, feed_views)
     return out
+
+
+def _plan_feed(reader: MetadataReader, ref: FeedRef, out: SqlPlan, data_path: str,
+               storage_options: Mapping[str, Any]) -> str:
+    """Plan one change-feed table function as a temp view of `out`; its name."""
+    from ducklake_cli.engine.planning.feed_plan import plan_feed, resolve_range
+
+    def bound(value: int | str) -> int | dt.datetime:
+        if isinstance(value, int):
+            return value
+        when = timestamp_or_none(value)
+        if when is None:
+            raise QueryError(f"{ref.kind} of {ref.table}: {value!r} is neither a snapshot id nor a time")
+        return when
+
+    start, end = resolve_range(reader, bound(ref.start), bound(ref.end))
+    table = reader.find_table(end, ref.table)
+    plan = plan_feed(reader, table=table, ranges=[(start, end)], data_path=data_path, schemas=reader.schemas(end),
+                     storage_options=storage_options)
+    name = f"__ducklake_{next(_view_ids)}"
+    out.feeds.append((name, plan, ref.kind))
+    return name
