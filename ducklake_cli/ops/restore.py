@@ -82,17 +82,19 @@ class RestoreReport(MaintenanceReport):
             parts.append(f"end {e['inlined_rows_ended']} inlined row(s)")
         if e.get("schema_changes"):
             parts.append(f"{len(e['schema_changes'])} definition change(s)")
+        rows = f" ({e['rows_before']:,} → {e['rows_after']:,} rows)"
         if self.dry_run:
-            return f"restore: would restore {target}: " + ", ".join(parts)
-        return f"restore: {target} as snapshot {e.get('snapshot_id')}: " + ", ".join(parts)
+            return f"restore: would restore {target}{rows}: " + ", ".join(parts)
+        return f"restore: {target} as snapshot {e.get('snapshot_id')}{rows}: " + ", ".join(parts)
 
     def question(self) -> str:
         """The confirmation question."""
         return self.headline().replace("would restore", "restore") + " — go ahead?"
 
     def to_json(self) -> Any:
-        """`{verb, catalog, dry_run, table, from_snapshot, to_snapshot, snapshot_id, files[{path, action, bytes,
-        reason}], bytes_copied, inlined_rows_restored, inlined_rows_ended, schema_changes, notes}`."""
+        """`{verb, catalog, dry_run, table, from_snapshot, to_snapshot, snapshot_id, rows_before, rows_after,
+        inlined_rows_restored, inlined_rows_ended, schema_changes, files[{path, action, bytes, reason}],
+        bytes_copied, notes}`."""
         out: dict[str, Any] = {"verb": "restore", "catalog": self.catalog, "dry_run": self.dry_run}
         out.update(self.extra)
         out["files"] = [{"path": f.path, "action": f.action, "bytes": f.bytes, "reason": f.reason}
@@ -105,10 +107,11 @@ class RestoreReport(MaintenanceReport):
         """Summary, definition changes and files (the files table is what `--format csv` prints)."""
         e = self.extra
         out = [Section(f"restore: {'Plan' if self.dry_run else 'Done'}",
-                       ("table", "from snapshot", "to snapshot", "new snapshot", "inlined rows restored",
-                        "inlined rows ended"),
-                       ((e["table"], e["from_snapshot"], e["to_snapshot"], e.get("snapshot_id"),
-                         e.get("inlined_rows_restored", 0), e.get("inlined_rows_ended", 0)),), csv=False)]
+                       ("table", "from snapshot", "to snapshot", "new snapshot", "rows before", "rows after",
+                        "inlined rows restored", "inlined rows ended"),
+                       ((e["table"], e["from_snapshot"], e["to_snapshot"], e.get("snapshot_id"), e["rows_before"],
+                         e["rows_after"], e.get("inlined_rows_restored", 0), e.get("inlined_rows_ended", 0)),),
+                       csv=False)]
         if e.get("schema_changes"):
             out.append(Section("Definition changes", ("change",), tuple((c,) for c in e["schema_changes"]),
                                csv=False))
@@ -139,6 +142,7 @@ class RestorePlan(Plan):
     selector: tuple[int | None, dt.datetime | None] = field(default=(None, None))
     message: str | None = None
     author: str | None = None
+    rows: tuple[int, int] = (0, 0)  # rows the table reads now, and at the target snapshot
 
     def _report(self, *, dry_run: bool, snapshot_id: int | None = None,
                 written: dict[int, str] | None = None) -> RestoreReport:
@@ -156,7 +160,8 @@ class RestorePlan(Plan):
                 files.append(FileAction(where, "write-delete", None,
                                         f"{len(r.positions)} position(s) of {posixpath.basename(r.path)}"))
         extra = {"table": self.table.qualified_name, "from_snapshot": self.latest, "to_snapshot": self.target,
-                 "snapshot_id": snapshot_id, "inlined_rows_restored": sum(i.to_readd for i in self.inlined),
+                 "snapshot_id": snapshot_id, "rows_before": self.rows[0], "rows_after": self.rows[1],
+                 "inlined_rows_restored": sum(i.to_readd for i in self.inlined),
                  "inlined_rows_ended": sum(i.to_end for i in self.inlined), "schema_changes": list(self.definition)}
         return RestoreReport("restore", self.catalog, dry_run, files=tuple(files), notes=self.notes, extra=extra)
 
@@ -366,6 +371,8 @@ def plan_restore(lake: Lake, table: str, *, snapshot_id: int | None = None, as_o
         at_l = cr.file_states(r, now.table_id, latest)
         inl_deletes = cr.inlined_file_deletes(r, now.table_id)
         inlined = cr.inlined_changes(r, now, target)
+        inlined_rows = (sum(r.inlined_row_count(latest, i) for i in now.inlined_tables),
+                        sum(r.inlined_row_count(target, i) for i in now.inlined_tables))
         definition = cr.definition_differences(now, then)
     needed = {file_path(tdir, st.data): st.data.data_file_id for st in at_n.values()}
     needed |= {file_path(tdir, st.delete): st.data.data_file_id for st in at_n.values() if st.delete}
@@ -379,12 +386,19 @@ def plan_restore(lake: Lake, table: str, *, snapshot_id: int | None = None, as_o
             hint="they were probably deleted by a cleanup after expiring snapshots; restore a later snapshot")
     if any(st.data.encryption_key or (st.delete and st.delete.encryption_key) for st in at_n.values()):
         raise UsageError(f"{now.qualified_name} has encrypted files: restore does not write encrypted delete files")
-    copies, redeletes = _file_plan(at_n, at_l, inl_deletes, target, tdir, opts)
+    copies, redeletes, rows_then = _file_plan(at_n, at_l, inl_deletes, target, tdir, opts)
+    gone_now = dict.fromkeys(at_l, 0)
+    for fid, _, _ in inl_deletes:
+        if fid in gone_now:
+            gone_now[fid] += 1
+    rows_now = sum(st.data.record_count - (st.delete.delete_count if st.delete else 0) - gone_now[fid]
+                   for fid, st in at_l.items())
     copied = {c.source.data_file_id for c in copies}
     ended = tuple((st.data, file_path(tdir, st.data)) for fid, st in sorted(at_l.items())
                   if fid not in at_n or fid in copied)
     return RestorePlan(lake.target.display(), now, then, tdir, target, latest, copies=tuple(copies),
                        redeletes=tuple(redeletes), ended=ended, inlined=tuple(inlined), definition=tuple(definition),
+                       rows=(rows_now + inlined_rows[0], rows_then + inlined_rows[1]),
                        selector=(snapshot_id, as_of), message=message, author=author)
 
 
@@ -409,9 +423,10 @@ def _read_all(at_n: dict[int, cr.FileState], target: int, tdir: str,
 
 def _file_plan(at_n: dict[int, cr.FileState], at_l: dict[int, cr.FileState],
                inl_deletes: Sequence[tuple[int, int, int]], target: int, tdir: str,
-               opts: dict[str, Any]) -> tuple[list[Copy], list[Redelete]]:
+               opts: dict[str, Any]) -> tuple[list[Copy], list[Redelete], int]:
     """Per data file N reads: untouched (same deletes now), a new delete file (live, deletes changed), or a
-    copy (no longer live, or inlined deletions since N that no delete file can take back)."""
+    copy (no longer live, or inlined deletions since N that no delete file can take back); and the rows the files
+    give at N."""
     inline_upto: dict[int, set[int]] = {}
     later_inline: set[int] = set()
     for fid, pos, begin in inl_deletes:
@@ -422,10 +437,12 @@ def _file_plan(at_n: dict[int, cr.FileState], at_l: dict[int, cr.FileState],
     copies: list[Copy] = []
     redeletes: list[Redelete] = []
     reads = _read_all(at_n, target, tdir, opts)
+    count = 0
     for fid, st in sorted(at_n.items()):
         f, path = st.data, file_path(tdir, st.data)
         rows, hidden = reads[fid]
         deleted = {p for p, snap in rows if snap is None or snap <= target}
+        count += f.record_count - len(deleted | hidden | inline_upto.get(fid, set()))
         later_in_file = any(snap is not None and snap > target for _, snap in rows)
         live = at_l.get(fid)
         if live is not None and fid not in later_inline:
@@ -438,4 +455,4 @@ def _file_plan(at_n: dict[int, cr.FileState], at_l: dict[int, cr.FileState],
             redeletes.append(Redelete(f, path, live.delete, tuple(sorted(deleted | hidden))))
         else:
             copies.append(Copy(f, path, tuple(sorted(deleted | hidden | inline_upto.get(fid, set())))))
-    return copies, redeletes
+    return copies, redeletes, count

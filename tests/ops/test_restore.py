@@ -37,13 +37,17 @@ def _targets(snapshots: list[int]) -> list[int]:
 def _chain(catalog: str, before: dict[int, Counter[Any]], table: str = "t") -> dict[int, int]:
     """Restore to each target in turn; the new snapshot of each restore → its target."""
     made: dict[int, int] = {}
+    current = max(before)
     with Lake.open(catalog) as lake:
         for n in _targets(list(before)):
             plan = plan_restore(lake, table, snapshot_id=n)
+            counts = plan.report().extra  # rows from metadata and delete files; `before` has a column-names entry
+            assert (counts["rows_before"], counts["rows_after"]) == (sum(before[current].values()) - 1,
+                                                                     sum(before[n].values()) - 1), n
             if plan.is_empty():
                 continue
             result = plan.apply(lake)
-            made[result.extra["snapshot_id"]] = n
+            made[result.extra["snapshot_id"]] = current = n
     return made
 
 
