@@ -94,13 +94,23 @@ def test_copies_round_trip_through_every_backend(history: History, tmp_path: Pat
 
 
 def moved_lake(history: History, where: Path) -> tuple[Path, Path]:
-    """A private copy of the source lake (catalog and data), for tests that move or damage it."""
+    """A private copy of the source lake (catalog and data, the catalog pointing at its own data), for tests that
+    move or damage it."""
     shutil.copytree(history.root, where)
+    with sqlite3.connect(where / "cat.sqlite") as con:
+        con.execute(f"UPDATE ducklake_metadata SET value = '{where}/data/' WHERE key = 'data_path'")
     return where / "cat.sqlite", where / "data"
 
 
 def test_data_path_copy_reads_from_the_new_location(history: History, tmp_path: Path) -> None:
     catalog, data = moved_lake(history, tmp_path / "lake")
+    with sqlite3.connect(catalog) as con:  # absolute paths: one under the data path (moves), one outside (stays)
+        old_root = con.execute("SELECT value FROM ducklake_metadata WHERE key = 'data_path'").fetchone()[0]
+        con.execute(f"UPDATE ducklake_data_file SET path = '{old_root}main/u/' || path, path_is_relative = 0 "
+                    "WHERE table_id = 2")
+        con.execute("UPDATE ducklake_files_scheduled_for_deletion SET path = '/registered/x.parquet', "
+                    "path_is_relative = 0 WHERE data_file_id = (SELECT min(data_file_id) FROM "
+                    "ducklake_files_scheduled_for_deletion)")
     moved = tmp_path / "elsewhere" / "data"
     moved.parent.mkdir()
     data.rename(moved)  # nothing remains at the old place
@@ -108,6 +118,12 @@ def test_data_path_copy_reads_from_the_new_location(history: History, tmp_path: 
     result = copy_catalog(target(catalog), target(dst), data_path=str(moved))
     assert result.data_path == f"{moved}/" and result.data_path_rewritten
     check_copy(result, history)
+    with sqlite3.connect(dst) as con:
+        absolute = {r[0] for r in con.execute("SELECT path FROM ducklake_data_file WHERE path_is_relative = 0 UNION "
+                                              "SELECT path FROM ducklake_files_scheduled_for_deletion "
+                                              "WHERE path_is_relative = 0")}
+    assert "/registered/x.parquet" in absolute and all(p.startswith(f"{moved}/main/u/") for p in absolute - {
+        "/registered/x.parquet"}) and len(absolute) > 1
     assert read_every_snapshot(attach_sql("sqlite", dst)) == history.oracle
     assert scans(target(dst), old_root=f"{history.root}/data/", new_root=f"{moved}/") == history.scans
 
