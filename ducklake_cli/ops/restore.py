@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ducklake_cli.catalog import restore as cr
 from ducklake_cli.catalog.options import require_message
-from ducklake_cli.catalog.paths import file_path, new_data_file_name, table_dir
+from ducklake_cli.catalog.paths import file_path, new_data_file_name, table_dir, uuid7
 from ducklake_cli.catalog.types import DELETE_POS_ID, SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID
 from ducklake_cli.errors import CommitConflictError, NotFoundError, StorageError, UsageError
 from ducklake_cli.ops.maintenance import FileAction, MaintenanceReport, Plan
@@ -205,7 +205,7 @@ class RestorePlan(Plan):
         staged = _Staged()
         for c in self.copies:
             rel_dir = posixpath.dirname(c.source.path) if c.source.path_is_relative else ""
-            rel = f"{rel_dir}/{new_data_file_name()}" if rel_dir else new_data_file_name()
+            rel = f"{rel_dir}/{_copy_name(c.source.path)}" if rel_dir else _copy_name(c.source.path)
             _copy_file(c.path, self.table_dir + rel, opts)
             written.append(self.table_dir + rel)
             staged.copies[c.source.data_file_id] = rel
@@ -267,6 +267,16 @@ class _Staged:
     copies: dict[int, str] = field(default_factory=dict)
     copy_deletes: dict[int, tuple[str, int, int, int]] = field(default_factory=dict)
     deletes: dict[int, tuple[str, int, int, int]] = field(default_factory=dict)
+
+
+def _copy_name(path: str) -> str:
+    """A fresh name for a copy: DuckLake's own form, or (for a registered file) its name with a UUID added, so
+    readers that tell DuckLake-written files by name still read its footer."""
+    base = posixpath.basename(path)
+    if base.startswith("ducklake-"):
+        return new_data_file_name()
+    stem = base[:-len(".parquet")] if base.endswith(".parquet") else base
+    return f"{stem}-{uuid7()}.parquet"
 
 
 def _copy_file(src: str, dst: str, opts: dict[str, Any]) -> None:

@@ -269,3 +269,20 @@ def test_restore_s3_lake(tmp_path: Path) -> None:
         con.close()
     assert all(after[sid] == rows for sid, rows in before.items())
     assert all(after[sid] == before[n] for sid, n in made.items())
+
+
+def test_restore_registered_file(tmp_path: Path) -> None:
+    """A file registered in place (DuckDB's `ducklake_add_data_files`) comes back as a copy in the table's
+    directory, keeping its name mapping (and a name that is not DuckLake's own)."""
+    import duckdb
+
+    ext = tmp_path / "ext.parquet"
+    duckdb.sql(f"COPY (SELECT i AS id, 'r' || i AS s FROM range(10) r(i)) TO '{ext}'")
+    catalog, data = str(tmp_path / "lake.sqlite"), tmp_path / "data"
+    before = build("sqlite", catalog, data, Scenario("registered", (
+        "CREATE TABLE t(id BIGINT, s VARCHAR)", f"CALL ducklake_add_data_files('lake', 't', '{ext}')",
+        "DELETE FROM t WHERE id < 3", "INSERT INTO t VALUES (100, 'x')", "DELETE FROM t WHERE id < 50")))
+    made = _chain(catalog, before)
+    after, changes = oracle_reads("sqlite", catalog, data)
+    _check(before, after, made, changes)
+    assert any(p.name.startswith("ext-") for p in (data / "main" / "t").iterdir())
