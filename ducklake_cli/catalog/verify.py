@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, or_, select
 
 from ducklake_cli.catalog import schema as s
+from ducklake_cli.catalog.stats import NO_BOUNDS, encode_stat, stat_key
 from ducklake_cli.catalog.types import DECIMAL_TYPE, FLOAT_TYPES, INT_TYPES
 
 if TYPE_CHECKING:
@@ -191,8 +192,6 @@ _UNCHECKED = frozenset({"uuid", "timestamp_ns", "time_ns", "variant", "geometry"
 
 def _footer_key(value: Any, ducklake_type: str) -> Any:
     """A footer statistic as `stat_key` orders the column type, or None when it cannot be compared."""
-    from ducklake_cli.catalog.stats import encode_stat, stat_key
-
     if value is None:
         return None
     if ducklake_type in _TEMPORAL:
@@ -235,8 +234,6 @@ def bound_problem(recorded_min: str | None, recorded_max: str | None, footer_min
     """Why a file's recorded bounds exclude values its footer says it holds (readers would prune it wrongly), or
     None; a bound that cannot be compared (unparsable, a type without bounds, no footer statistic) is no problem.
     Compared after casting both to the column type; a float file column is compared in single precision."""
-    from ducklake_cli.catalog.stats import NO_BOUNDS, stat_key
-
     if ducklake_type in NO_BOUNDS or ducklake_type in _UNCHECKED:
         return None
     single = ducklake_type in FLOAT_TYPES and (physical_type == "FLOAT" or ducklake_type == "float32")

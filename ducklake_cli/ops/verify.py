@@ -19,7 +19,7 @@ from ducklake_cli.ops.results import Section
 from ducklake_cli.storage.files import split_protocol
 
 if TYPE_CHECKING:
-    from ducklake_cli.catalog.models import ColumnStats, NameMapping, TableInfo
+    from ducklake_cli.catalog.models import ColumnInfo, ColumnStats, NameMapping, TableInfo
     from ducklake_cli.lake import Lake, LakeReader
     from ducklake_cli.storage.footers import FooterSummary, LeafBounds
 
@@ -118,6 +118,7 @@ class _Catalog:
     stats: dict[int, list[ColumnStats]] = field(default_factory=dict)  # data file id → its column stats
     mappings: dict[int, list[NameMapping]] = field(default_factory=dict)
     ever: dict[int, set[int]] = field(default_factory=dict)  # table id → every column id it ever had
+    columns: dict[int, dict[int, ColumnInfo]] = field(default_factory=dict)  # table id → its columns by id
 
 
 def _dirs(r: LakeReader, sid: int, tables: Sequence[TableInfo]) -> dict[int, str]:
@@ -222,7 +223,9 @@ def _leaf_finder(f: _File, s: FooterSummary, cat: _Catalog) -> Callable[[int], L
 
 def _bounds(f: _File, s: FooterSummary, cat: _Catalog) -> tuple[int, list[str]]:
     """(bounds compared, what is wrong) for a data file's recorded min/max against its footer."""
-    columns = f.table.column_by_id()
+    columns = cat.columns.get(f.table.table_id)
+    if columns is None:
+        columns = cat.columns[f.table.table_id] = f.table.column_by_id()
     find = _leaf_finder(f, s, cat)
     compared, out = 0, []
     for st in cat.stats.get(f.file_id, []):

@@ -89,11 +89,10 @@ def test_damage_on_postgres_is_found_and_repaired(spot: Spot) -> None:
     assert len(files) == 1 and not files[0].delete_path  # both damaged files ended in one snapshot
 
 
-HEALTHY = ["primitives", "nested", "evolution", "inlined", "deletes", "partitioned", "misc", "catalog_example",
-           "flush_inlined", "merge_adjacent", "rewrite_files", "updates", "type_promotion", "nested_evolution",
-           "special_values", "decimals", "timestamps", "partition_values", "table_lifecycle", "schemas",
-           "add_files", "add_files_types", "add_files_nested", "add_files_hive", "add_files_positional",
-           "deletion_vectors", "wide_table", "inlined_file_deletes"]
+# One lake per feature verify reads differently (the query differential builds them all in the same session).
+HEALTHY = ["primitives", "nested", "partitioned", "deletes", "flush_inlined", "merge_adjacent", "updates",
+           "special_values", "decimals", "timestamps", "type_promotion", "nested_evolution", "add_files",
+           "add_files_positional", "deletion_vectors"]
 
 
 def test_healthy_duckdb_lakes_report_nothing(built_lakes: BuiltLakes) -> None:
@@ -103,7 +102,7 @@ def test_healthy_duckdb_lakes_report_nothing(built_lakes: BuiltLakes) -> None:
         found = _verify(spot)
         assert found.healthy, (scenario, found.problems)
         compared += found.checked["stats_bounds"]
-    assert compared > 1000  # the bounds were really compared, not skipped
+    assert compared > 300  # the bounds were really compared, not skipped
 
 
 def test_healthy_lakes_of_ours_report_nothing(tmp_path: Path) -> None:
