@@ -150,7 +150,7 @@ def _inlined_delete_rows(conn: Connection, backend: Backend,
     for tid, name in _delete_tables(conn, backend, wanted):
         for fid, begin, n in conn.exec_driver_sql(
                 f"SELECT file_id, begin_snapshot, count(*) FROM {backend.qualify(name)} "
-                "GROUP BY file_id, begin_snapshot"):
+                "GROUP BY file_id, begin_snapshot").all():
             out.append((tid, int(fid), int(begin), int(n)))
     return out
 
@@ -164,14 +164,15 @@ def _inlined_rows(conn: Connection, backend: Backend, wanted: set[int] | None) -
     dropped = {int(tid): int(end) for tid, end, live in conn.exec_driver_sql(
         f"SELECT table_id, max(end_snapshot), count(*) - count(end_snapshot) FROM {backend.qualify('ducklake_table')} "
         "GROUP BY table_id") if end is not None and not live}
-    for tid, name in conn.exec_driver_sql(f"SELECT table_id, table_name FROM {t}"):
+    # Fetched first: a DuckDB connection drops a pending result when the next query runs.
+    for tid, name in conn.exec_driver_sql(f"SELECT table_id, table_name FROM {t}").all():
         if name not in existing or (wanted is not None and int(tid) not in wanted):
             continue
         q = backend.qualify(name)
-        for snap, n in conn.exec_driver_sql(f"SELECT begin_snapshot, count(*) FROM {q} GROUP BY begin_snapshot"):
+        for snap, n in conn.exec_driver_sql(f"SELECT begin_snapshot, count(*) FROM {q} GROUP BY begin_snapshot").all():
             out.append((int(tid), int(snap), int(n), 0))
         for snap, n in conn.exec_driver_sql(f"SELECT end_snapshot, count(*) FROM {q} WHERE end_snapshot IS NOT NULL "
-                                            "GROUP BY end_snapshot"):
+                                            "GROUP BY end_snapshot").all():
             out.append((int(tid), int(snap), 0, int(n)))
         drop = dropped.get(int(tid))
         if drop is not None:

@@ -57,6 +57,14 @@ def scans(catalog: CatalogTarget, *, old_root: str = "", new_root: str = "") -> 
     return out
 
 
+def history_json(catalog: CatalogTarget) -> Any:
+    """`inspect --snapshots` as JSON (its metrics come from per-backend SQL)."""
+    from ducklake_cli.ops.inspect import snapshots
+
+    with Lake.open(catalog, read_only=True) as lake:
+        return snapshots(lake).to_json()
+
+
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> History:
     """The DuckDB-built lake of tests/support/copy_lakes.py, read once."""
@@ -81,9 +89,11 @@ def test_copies_round_trip_through_every_backend(history: History, tmp_path: Pat
     duck, back = tmp_path / "copy.ducklake", tmp_path / "back.sqlite"
     chain = [(target(history.catalog), target(duck)), (target(duck), target(pg_url)),
              (target(pg_url), target(mysql_url)), (target(mysql_url), target(back))]
+    metrics = history_json(target(history.catalog))
     for src, dst in chain:
         check_copy(copy_catalog(src, dst), history)
         assert scans(dst) == history.scans, f"our reading of the copy on {dst.backend} differs"
+        assert history_json(dst) == metrics, f"inspect --snapshots differs on {dst.backend}"
     for backend, where in (("duckdb", duck), ("postgres", pg_url), ("sqlite", back)):
         assert read_every_snapshot(attach_sql(backend, where)) == history.oracle, f"DuckDB reads {backend} apart"
     # A second copy into a now non-empty database is refused and changes nothing.
