@@ -113,10 +113,12 @@ def snapshot_metrics(conn: Connection, backend: Backend, table_ids: Iterable[int
         m.rows_deleted -= replaced
         m.bytes_removed += size
     # Rows still live in each data file when it ends: its rows less the deletes of the delete file live just before.
+    # A join, not a correlated subquery: SQLite would scan the delete files once per ended file.
     ended = rows(
-        f"SELECT f.end_snapshot, f.table_id, f.data_file_id, f.record_count, (SELECT max(d.delete_count) FROM {dl} d "
-        "WHERE d.data_file_id = f.data_file_id AND d.begin_snapshot < f.end_snapshot AND (d.end_snapshot IS NULL "
-        f"OR d.end_snapshot >= f.end_snapshot)) FROM {df} f WHERE f.end_snapshot IS NOT NULL")
+        f"SELECT f.end_snapshot, f.table_id, f.data_file_id, f.record_count, max(d.delete_count) FROM {df} f "
+        f"LEFT JOIN {dl} d ON d.data_file_id = f.data_file_id AND d.begin_snapshot < f.end_snapshot AND "
+        "(d.end_snapshot IS NULL OR d.end_snapshot >= f.end_snapshot) WHERE f.end_snapshot IS NOT NULL "
+        "GROUP BY f.end_snapshot, f.table_id, f.data_file_id, f.record_count")
     inlined_deletes = _inlined_delete_rows(conn, backend, wanted)
     per_file: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for tid, fid, begin, n in inlined_deletes:
