@@ -6,6 +6,7 @@ snapshot so the lake reads again (never deleting a file)."""
 from __future__ import annotations
 
 import dataclasses
+import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -173,8 +174,10 @@ def _sizes(paths: Sequence[str], storage_options: Mapping[str, Any]) -> dict[str
 
 
 def _positional(f: _File, s: FooterSummary) -> bool:
-    """A file with neither field ids nor a name mapping: read by column position, as DuckDB reads it."""
-    return f.mapping_id is None and all(fid is None for fid in s.top_field_ids)
+    """A file with neither field ids nor a name mapping: read by column position, as DuckDB reads it (not one
+    named like DuckLake's own, which readers take to carry field ids)."""
+    return (f.mapping_id is None and all(fid is None for fid in s.top_field_ids)
+            and not posixpath.basename(f.path).startswith("ducklake-"))
 
 
 def _field_ids(f: _File, s: FooterSummary, cat: _Catalog) -> list[str]:
