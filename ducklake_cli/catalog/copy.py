@@ -201,6 +201,29 @@ def _rewriter(name: str, old_root: str, new_root: str | None) -> Callable[[dict[
     return rewrite
 
 
+def _insert(conn: Connection, backend: Backend, name: str, kinds: list[tuple[str, str]],
+            rows: list[dict[str, Any]]) -> None:
+    """Insert a batch of spec rows: executemany, or on DuckDB one INSERT … SELECT from Arrow (executemany there
+    runs one statement per row: ~3,000 rows/s)."""
+    if not rows:
+        return
+    if backend.name != "duckdb":
+        conn.execute(insert(s.T[name]), rows)
+        return
+    import pyarrow as pa
+
+    arrow = {s.BIGINT: pa.int64(), s.BOOLEAN: pa.bool_(), s.TIMESTAMPTZ: pa.timestamp("us", tz="UTC")}
+    batch = pa.table({col: pa.array([r[col] for r in rows], type=arrow.get(kind, pa.string())) for col, kind in kinds})
+    raw = conn.connection.driver_connection
+    cols = ", ".join(backend.quote(c) for c, _ in kinds)
+    assert raw is not None
+    raw.register("__ducklake_copy_batch", batch)
+    try:
+        raw.execute(f"INSERT INTO {backend.qualify(name)}({cols}) SELECT {cols} FROM __ducklake_copy_batch")
+    finally:
+        raw.unregister("__ducklake_copy_batch")
+
+
 def copy_spec_table(src: Connection, sb: Backend, dst: Connection, db: Backend, name: str, *,
                     old_root: str, new_root: str | None, batch: int) -> TableCopy:
     """Stream one spec table across, counting what was written."""
@@ -224,7 +247,7 @@ def copy_spec_table(src: Connection, sb: Backend, dst: Connection, db: Backend, 
                 elif kind == s.BOOLEAN and row[col] is not None:
                     row[col] = as_bool(row[col])
             staged.append(row)
-        dst.execute(insert(table), staged)
+        _insert(dst, db, name, kinds, staged)
     for rows in _batches(dst, select(table), batch):
         for r in rows:
             out.copy.add(dst_norm(tuple(r)))
