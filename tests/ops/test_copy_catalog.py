@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +23,22 @@ from ducklake_cli.ops.copy_catalog import CopiedCatalog, copy_catalog
 from tests.support.copy_lakes import attach_sql, build_history_lake, read_every_snapshot
 
 
-@dataclass(frozen=True)
+@dataclass
 class History:
-    """The source lake, DuckDB's reading of it and our scan plans of it, at every snapshot."""
+    """The source lake; DuckDB's reading of it and our scan plans of it at every snapshot, made when first used."""
 
     root: Path
     catalog: Path
-    oracle: dict[int, dict[str, Any]]
-    scans: dict[int, dict[str, Any]]
+
+    @cached_property
+    def oracle(self) -> dict[int, dict[str, Any]]:
+        """DuckDB's rows of t and u at every snapshot."""
+        return read_every_snapshot(attach_sql("sqlite", self.catalog))
+
+    @cached_property
+    def scans(self) -> dict[int, dict[str, Any]]:
+        """Our scan plans at every snapshot."""
+        return scans(target(self.catalog))
 
 
 def target(path_or_url: str | Path) -> CatalogTarget:
@@ -70,7 +79,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> History:
     """The DuckDB-built lake of tests/support/copy_lakes.py, read once."""
     root = tmp_path_factory.mktemp("copy_source")
     catalog = build_history_lake(root)
-    return History(root, catalog, read_every_snapshot(attach_sql("sqlite", catalog)), scans(target(catalog)))
+    return History(root, catalog)
 
 
 def check_copy(result: CopiedCatalog, history: History) -> None:
