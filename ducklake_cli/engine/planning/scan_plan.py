@@ -138,7 +138,7 @@ def plan_scan(
     return ScanPlan(
         table=table, snapshot_id=snapshot_id, files=tuple(sources), pruned_file_ids=tuple(pruned_ids),
         inlined=tuple(_inlined_sources(reader, table, snapshot_id)), name_mappings=mappings,
-        missing_columns=_missing_columns(table, sources, storage_options or {}),
+        missing_columns=_missing_columns(reader, table, sources, storage_options or {}),
         storage_options=dict(storage_options or {}), defaults=_defaults(table),
         pyarrow_files=_pyarrow_files(table, sources, mappings, storage_options or {}),
     )
@@ -297,23 +297,40 @@ def _inlined_sources(reader: MetadataReader, table: TableInfo, snapshot_id: int)
 
 
 def _missing_columns(
-    table: TableInfo, files: Sequence[FileSource], storage_options: Mapping[str, Any]
+    reader: MetadataReader, table: TableInfo, files: Sequence[FileSource], storage_options: Mapping[str, Any]
 ) -> dict[int, frozenset[int]]:
-    """For columns added later with a default, which files lack them (read from footers, only when needed)."""
+    """For columns added later with a default, which files lack them (read from footers, only when needed).
+
+    A file that began before the column cannot hold it; one that began later holds it if it has stats for it (a
+    restored copy of an older file begins later without it, so a file with no stats for the column is checked)."""
     defaulted = [c for c in table.columns if c.initial_default is not None]
     if not defaulted:
         return {}
     from ducklake_cli.storage.parquet import top_level_field_ids
 
+    subtree = {c.column_id: _subtree_ids(c) for c in defaulted}
+    newer = [f.data_file_id for f in files
+             if f.mapping_id is None and any(f.begin_snapshot >= c.begin_snapshot for c in defaulted)]
+    with_stats = {fid: {st.column_id for st in rows}
+                  for fid, rows in reader.file_column_stats(table.table_id, newer).items()} if newer else {}
     out: dict[int, frozenset[int]] = {}
     for f in files:
-        if f.mapping_id is not None or all(f.begin_snapshot >= c.begin_snapshot for c in defaulted):
-            continue  # name-mapped files: the mapping says what they hold; newer files have every column
+        if f.mapping_id is not None:
+            continue  # name-mapped files: the mapping says what they hold
+        stats = with_stats.get(f.data_file_id, set())
+        unsure = [c for c in defaulted if f.begin_snapshot < c.begin_snapshot or not subtree[c.column_id] & stats]
+        if not unsure:
+            continue
         present = top_level_field_ids(f.path, storage_options)
-        missing = frozenset(c.column_id for c in defaulted if c.column_id not in present)
+        missing = frozenset(c.column_id for c in unsure if c.column_id not in present)
         if missing:
             out[f.data_file_id] = missing
     return out
+
+
+def _subtree_ids(column: ColumnInfo) -> set[int]:
+    """A column's id and every nested child's (stats rows are kept for leaves only)."""
+    return {column.column_id, *(i for child in column.children for i in _subtree_ids(child))}
 
 
 # Types Spark's Parquet reader cannot read as DuckDB wrote them; files holding them go through the fallback
