@@ -55,7 +55,7 @@ def test_changes_as_duckdb_gives_them(lake: tuple[str, list[tuple[object, ...]]]
     assert code == 0, err
     with target.open() as fh:
         written = list(csv.DictReader(fh))
-    assert [k for k in written[0]] == ["snapshot_id", "rowid", "change_type", "id", "name"]
+    assert list(written[0]) == ["snapshot_id", "rowid", "change_type", "id", "name"]
     assert len(written) == 30 + 4 + 1 + 1  # inserts of 2, update pairs of 3, a delete, an insert
 
 

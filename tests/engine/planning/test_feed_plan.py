@@ -23,7 +23,10 @@ def _source(d: DeleteFile) -> DeleteSource:
     return DeleteSource(d.delete_file_id, d.path, "parquet", False, d.begin_snapshot)
 
 
-def _ids(entries: list[DeleteEntry]) -> list[tuple[int, int, int | None, int | None, bool, tuple[tuple[int, int], ...]]]:
+Entry = tuple[int, int, int | None, int | None, bool, tuple[tuple[int, int], ...]]
+
+
+def _ids(entries: list[DeleteEntry]) -> list[Entry]:
     return [(e.data_file_id, e.snapshot_id, e.current.delete_file_id if e.current else None,
              e.previous.delete_file_id if e.previous else None, e.whole_file, e.inlined) for e in entries]
 
