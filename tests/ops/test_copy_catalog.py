@@ -20,7 +20,7 @@ from ducklake_cli.engine.planning.scan_plan import plan_scan
 from ducklake_cli.errors import CatalogExistsError, DuckLakeError, UnsupportedVersionError
 from ducklake_cli.lake import Lake
 from ducklake_cli.ops.copy_catalog import CopiedCatalog, copy_catalog
-from tests.support.copy_lakes import attach_sql, build_history_lake, read_every_snapshot
+from tests.support.copy_lakes import TYPED_HISTORY, attach_sql, build_history_lake, build_lake, read_every_snapshot
 
 
 @dataclass
@@ -110,6 +110,21 @@ def test_copies_round_trip_through_every_backend(history: History, tmp_path: Pat
         with pytest.raises(CatalogExistsError, match="not empty"):
             copy_catalog(target(history.catalog), target(url))
     assert scans(target(mysql_url)) == history.scans
+
+
+@pytest.mark.postgres
+@pytest.mark.mysql
+def test_every_type_of_inlined_value_survives_a_copy(tmp_path: Path, pg_url: str, mysql_url: str) -> None:
+    source = build_lake(tmp_path / "typed", TYPED_HISTORY, inlining=10)
+    expected = read_every_snapshot(attach_sql("sqlite", source), tables=("k",))
+    duck, back = tmp_path / "typed.ducklake", tmp_path / "back.sqlite"
+    copy_catalog(target(source), target(mysql_url))
+    copy_catalog(target(mysql_url), target(back))
+    for dst, backend in ((pg_url, "postgres"), (duck, "duckdb"), (back, "sqlite")):
+        if backend != "sqlite":
+            copy_catalog(target(source), target(dst))
+        got = read_every_snapshot(attach_sql(backend, dst), tables=("k",))
+        assert repr(got) == repr(expected), backend  # repr: NaN equals itself
 
 
 def moved_lake(history: History, where: Path) -> tuple[Path, Path]:

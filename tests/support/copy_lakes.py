@@ -171,3 +171,17 @@ def live_state(attach: str, tables: dict[int, tuple[str, ...]], *,
     finally:
         con.close()
     return out
+
+
+TYPED_HISTORY = [
+    'CREATE TABLE k("MyCol" INTEGER, "Other Name" VARCHAR, ts TIMESTAMP, iv INTERVAL, u UUID, bl BLOB, js JSON, '
+    "ui UBIGINT, hi HUGEINT, tt TIME, tz TIMETZ, f FLOAT, d DOUBLE, m MAP(VARCHAR, INTEGER), dt DATE, us USMALLINT, "
+    "ti TINYINT, dc DECIMAL(38,10), l VARCHAR[], s STRUCT(\"A b\" INTEGER, c DOUBLE[]))",
+    "INSERT INTO k VALUES (1, 'a''b\\n', TIMESTAMP '2024-01-01 01:02:03.456789', INTERVAL '1 year 2 days 3 seconds', "
+    "'00000000-0000-0000-0000-00000000002a', '\\x00\\x01\\xFF'::BLOB, '{\"a\": [1, null]}', 18446744073709551615, "
+    "-170141183460469231731687303715884105728, TIME '01:02:03.5', TIMETZ '01:02:03+05', 1.5, 'nan'::DOUBLE, "
+    "MAP {'k': 1}, DATE '2000-02-29', 65535, -128, 1234567890123456789012345678.0123456789, ['x', NULL], "
+    "{'A b': 7, 'c': [1.25, -0.0]})",
+    "INSERT INTO k (\"MyCol\") VALUES (NULL), (3)",
+    "DELETE FROM k WHERE \"MyCol\" = 3",
+]
