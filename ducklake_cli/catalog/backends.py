@@ -6,7 +6,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ducklake_cli.catalog.schema import BIGINT, BOOLEAN, TIMESTAMPTZ, UUID, VARCHAR, VARCHAR_NN
-from ducklake_cli.catalog.types import INT_TYPES
+from ducklake_cli.catalog.types import INT_TYPES, decimal_parts
 from ducklake_cli.catalog.url import CatalogTarget
 from ducklake_cli.errors import (
     AuthenticationError,
@@ -304,35 +304,43 @@ class PostgresBackend(Backend):
             return quoted_column
         if ducklake_type == "interval":
             # PostgreSQL renders intervals as `-1 years +2 days …`, which DuckDB cannot parse: spell out parts.
-            c = quoted_column
-            return (f"CASE WHEN {c} IS NULL THEN NULL ELSE concat(extract(year from {c})::bigint, ' years ', "
-                    f"extract(month from {c})::bigint, ' months ', extract(day from {c})::bigint, ' days ', "
-                    f"extract(epoch from ({c} - date_trunc('day', {c}))), ' seconds') END")
+            # Through text, so a VARCHAR column (our writer's before 1.5.5's layout was adopted) reads too.
+            c = f"CAST(CAST({quoted_column} AS TEXT) AS INTERVAL)"
+            return (f"CASE WHEN {quoted_column} IS NULL THEN NULL ELSE concat(extract(year from {c})::bigint, "
+                    f"' years ', extract(month from {c})::bigint, ' months ', extract(day from {c})::bigint, "
+                    f"' days ', (extract(epoch from ({c} - date_trunc('day', {c}))) * 1000000)::bigint, "
+                    "' microseconds') END")
         return f"CAST({quoted_column} AS TEXT)"
 
-    _PG_NATIVE: ClassVar[dict[str, str]] = {
+    # Inlined-data column types exactly as DuckDB 1.5.5's postgres scanner creates them (information_schema):
+    # native numbers, TIME, TIMETZ, INTERVAL, UUID and NUMERIC(p,s); bytea for strings and blobs; VARCHAR for
+    # the rest (uint64, (u)int128, dates and timestamps, whose ranges PostgreSQL lacks, and nested types).
+    _PG_INLINED: ClassVar[dict[str, str]] = {
         "boolean": "BOOLEAN", "int8": "SMALLINT", "int16": "SMALLINT", "uint8": "INTEGER", "int32": "INTEGER",
         "uint16": "INTEGER", "uint32": "BIGINT", "int64": "BIGINT", "float32": "REAL", "float64": "DOUBLE PRECISION",
+        "time": "TIME", "timetz": "TIMETZ", "interval": "INTERVAL", "uuid": "UUID",
+        "varchar": "BYTEA", "json": "BYTEA", "blob": "BYTEA",
     }
 
     def inlined_column_type(self, ducklake_type: str, duckdb_type: str) -> str:
-        """What DuckDB's postgres scanner creates: native numbers, bytea for strings/blobs, text otherwise."""
-        if ducklake_type in self._PG_NATIVE:
-            return self._PG_NATIVE[ducklake_type]
-        if ducklake_type.startswith("decimal("):
-            return "NUMERIC"
-        return "BYTEA" if ducklake_type in ("varchar", "json", "blob") else "VARCHAR"
+        """What DuckDB's postgres scanner creates; a decimal keeps its precision and scale, as DuckDB reads a
+        bare NUMERIC back as DOUBLE."""
+        dec = decimal_parts(ducklake_type)
+        if dec:
+            return f"NUMERIC({dec[0]},{dec[1]})"
+        return self._PG_INLINED.get(ducklake_type, "VARCHAR")
 
     def inlined_value(self, ducklake_type: str, text: str | None, raw: Any) -> tuple[str, Any]:
-        """Numbers cast from DuckDB's text; strings as their UTF-8 bytes."""
+        """Strings and blobs as bytes; native columns cast from DuckDB's text (PostgreSQL parses it exactly);
+        VARCHAR columns hold that text."""
         if text is None:
             return ":v", None
-        if ducklake_type in self._PG_NATIVE or ducklake_type.startswith("decimal("):
-            pg_type = "NUMERIC" if ducklake_type.startswith("decimal(") else self._PG_NATIVE[ducklake_type]
-            return f"CAST(:v AS {pg_type})", text
         if ducklake_type == "blob":
             return ":v", bytes(raw)
-        return (":v", text.encode("utf-8")) if ducklake_type in ("varchar", "json") else (":v", text)
+        if ducklake_type in ("varchar", "json"):
+            return ":v", text.encode("utf-8")
+        pg_type = self.inlined_column_type(ducklake_type, "")
+        return (":v", text) if pg_type == "VARCHAR" else (f"CAST(:v AS {pg_type})", text)
 
     def list_tables(self, conn: Connection) -> set[str]:
         """Tables of the metadata schema (default: the first schema on the search path)."""

@@ -18,7 +18,7 @@ from ducklake_cli.catalog.inlined import stored_type, to_duckdb_text
 from ducklake_cli.catalog.models import ColumnInfo
 from ducklake_cli.catalog.queries import FileQueries, as_bool
 from ducklake_cli.catalog.reader import SUPPORTED_VERSIONS, MetadataReader
-from ducklake_cli.catalog.types import INT_TYPES, decimal_parts
+from ducklake_cli.catalog.types import INT_TYPES
 from ducklake_cli.errors import CatalogExistsError, NotADuckLakeError, UnsupportedVersionError
 
 _MOD = 1 << 128
@@ -137,7 +137,7 @@ def create_tables(conn: Connection, backend: Backend, plan: CopyPlan, created: l
         conn.exec_driver_sql(create_table_sql(backend, name, columns, pk))
         created.append(name)
     for p in plan.inlined:
-        cols = "".join(f", {backend.quote(c.name)} {_inlined_type(backend, c)}"
+        cols = "".join(f", {backend.quote(c.name)} {backend.inlined_column_type(c.type, stored_type(c))}"
                        for c in p.columns)
         conn.exec_driver_sql(f"CREATE TABLE {backend.qualify(p.name)}(row_id BIGINT, begin_snapshot BIGINT, "
                              f"end_snapshot BIGINT{cols})")
@@ -146,26 +146,6 @@ def create_tables(conn: Connection, backend: Backend, plan: CopyPlan, created: l
         conn.exec_driver_sql(f"CREATE TABLE {backend.qualify(name)}(file_id BIGINT, row_id BIGINT, "
                              "begin_snapshot BIGINT)")
         created.append(name)
-
-
-# DuckDB's postgres scanner creates these inlined columns with native PostgreSQL types (seen with DuckDB 1.5.5),
-# where Backend.inlined_column_type says VARCHAR (and bare NUMERIC for decimals); a copy keeps DuckDB's layout.
-_PG_NATIVE_INLINED = {"interval": "INTERVAL", "uuid": "UUID", "time": "TIME", "timetz": "TIMETZ"}
-
-
-def _inlined_type(backend: Backend, column: ColumnInfo) -> str:
-    if backend.name == "postgres" and column.type in _PG_NATIVE_INLINED:
-        return _PG_NATIVE_INLINED[column.type]
-    dec = decimal_parts(column.type)
-    if backend.name == "postgres" and dec:
-        return f"NUMERIC({dec[0]},{dec[1]})"  # as DuckDB makes it: a bare NUMERIC reads back as DOUBLE in DuckDB
-    return backend.inlined_column_type(column.type, stored_type(column))
-
-
-def _inlined_value(backend: Backend, column: ColumnInfo, text: str | None, raw: Any) -> tuple[str, Any]:
-    if backend.name == "postgres" and column.type in _PG_NATIVE_INLINED and text is not None:
-        return f"CAST(:v AS {_PG_NATIVE_INLINED[column.type]})", text
-    return backend.inlined_value(column.type, text, raw)
 
 
 def drop_tables(conn: Connection, backend: Backend, names: Sequence[str]) -> None:
@@ -328,7 +308,7 @@ def copy_inlined_table(src: Connection, sb: Backend, dst: Connection, db: Backen
             params: dict[str, Any] = {"r": r[0], "b": r[1], "e": r[2]}
             exprs = []
             for i, (c, (txt, raw)) in enumerate(zip(cols, vals, strict=True)):
-                expr, value = _inlined_value(db, c, txt, raw)
+                expr, value = db.inlined_value(c.type, txt, raw)
                 exprs.append(expr.replace(":v", f":v{i}"))
                 params[f"v{i}"] = value
             sql = (f"INSERT INTO {db.qualify(plan.name)}(row_id, begin_snapshot, end_snapshot"
