@@ -220,20 +220,59 @@ def feed_sides(spark: SparkSession, plan: FeedPlan) -> tuple[DataFrame, DataFram
     return _union(ins) or _empty(spark, plan), _union(dels) or _empty(spark, plan)
 
 
-def _changes(ins: DataFrame, dels: DataFrame, data: list[str]) -> DataFrame:
-    """DuckDB's join: a row inserted and deleted at the same snapshot under one row id is an update's post- and
-    pre-image; one matching row per partner (a LEFT JOIN, so duplicates multiply as in DuckDB)."""
+def _counted(ins: DataFrame, dels: DataFrame) -> DataFrame:
+    """Both sides in one frame (`__side` 'i' or 'd'), each row with how many rows of the other side share its
+    range, snapshot and row id (`__other`): one shuffle instead of DuckDB's two joins."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    def side(left: DataFrame, right: DataFrame, matched: str, alone: str) -> DataFrame:
-        keys = right.select(F.col(SNAP).alias("__k_snap"), F.col(ROWID).alias("__k_rowid"),
-                            F.col(RANGE).alias("__k_range"), F.lit(True).alias("__hit"))
-        joined = left.join(keys, (left[SNAP] == keys["__k_snap"]) & (left[ROWID] == keys["__k_rowid"])
-                           & (left[RANGE] == keys["__k_range"]), "left")
-        kind = F.when(F.col("__hit").isNotNull(), F.lit(matched)).otherwise(F.lit(alone))
-        return joined.select(SNAP, ROWID, RANGE, kind.alias("__kind"), *data)
+    both = ins.withColumn("__side", F.lit("i")).unionByName(dels.withColumn("__side", F.lit("d")))
+    w = Window.partitionBy(RANGE, SNAP, ROWID)
+    n_ins = F.sum(F.when(F.col("__side") == "i", 1).otherwise(0)).over(w)
+    n_del = F.sum(F.when(F.col("__side") == "d", 1).otherwise(0)).over(w)
+    return both.withColumn("__other", F.when(F.col("__side") == "i", n_del).otherwise(n_ins))
 
-    return side(ins, dels, "update_postimage", "insert").unionByName(side(dels, ins, "update_preimage", "delete"))
+
+def _change_type(side: Column, other: Column) -> Column:
+    """DuckDB's join: a row inserted and deleted at the same snapshot under one row id is an update's post- and
+    pre-image, otherwise an insert or a delete."""
+    from pyspark.sql import functions as F
+
+    return (F.when(side == "i", F.when(other > 0, F.lit("update_postimage")).otherwise(F.lit("insert")))
+            .otherwise(F.when(other > 0, F.lit("update_preimage")).otherwise(F.lit("delete"))))
+
+
+def _changes(ins: DataFrame, dels: DataFrame, data: list[str]) -> DataFrame:
+    """`table_changes`: each row once per matching row of the other side (at least once), as DuckDB's LEFT JOINs
+    give it (duplicates multiply)."""
+    from pyspark.sql import functions as F
+
+    counted = _counted(ins, dels)
+    copies = F.greatest(F.col("__other"), F.lit(1))
+    return counted.select(SNAP, ROWID, RANGE, _change_type(F.col("__side"), F.col("__other")).alias("__kind"),
+                          *data, F.explode(F.sequence(F.lit(1), copies)).alias("__copy")).drop("__copy")
+
+
+def all_feeds(spark: SparkSession, plan: FeedPlan) -> DataFrame:
+    """The three feeds of every range in one frame from one pass over the sources: `feed` (`insertions`,
+    `deletions`, `changes`), `range_id`, `snapshot_id`, `rowid`, `change_type` (NULL but in changes), then the
+    columns."""
+    from pyspark.sql import functions as F
+
+    ins, dels = feed_sides(spark, plan)
+    counted = _counted(ins, dels)
+    # Copy 0 is the row of its own side's feed; copies 1… its rows in the changes.
+    copy = F.explode(F.sequence(F.lit(0), F.greatest(F.col("__other"), F.lit(1)))).alias("__copy")
+    rows = counted.select("*", copy)
+    own = F.when(F.col("__side") == "i", F.lit("insertions")).otherwise(F.lit("deletions"))
+    is_own = F.col("__copy") == 0
+    data = _data_columns(plan)
+    return rows.select(
+        F.when(is_own, own).otherwise(F.lit("changes")).alias("feed"), F.col(RANGE).alias("range_id"),
+        F.col(SNAP).alias("snapshot_id"), F.col(ROWID).alias("rowid"),
+        F.when(is_own, F.lit(None).cast("string")).otherwise(_change_type(F.col("__side"), F.col("__other")))
+        .alias("change_type"),
+        *[F.col(n).alias(c.name) for n, c in zip(data, plan.table.columns, strict=True)])
 
 
 def feed_frames(spark: SparkSession, plan: FeedPlan, *, with_range: bool = False) -> dict[str, DataFrame]:

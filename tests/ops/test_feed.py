@@ -33,7 +33,7 @@ def _ours(lake: Lake, spark: SparkSession, pairs: list[tuple[int, int]]) -> dict
     """Our three feeds for every pair, from one collect."""
     from pyspark.sql import functions as F
 
-    from ducklake_cli.engine.feed import feed_frames
+    from ducklake_cli.engine.feed import all_feeds
     from ducklake_cli.ops.feed import plan_table_feed
 
     with lake.reader() as r:
@@ -44,9 +44,12 @@ def _ours(lake: Lake, spark: SparkSession, pairs: list[tuple[int, int]]) -> dict
     ranges = list(groups.values())
     frames: list[DataFrame] = []
     for g, group in enumerate(ranges):
-        for feed, df in feed_frames(spark, plan_table_feed(lake, TABLE, group), with_range=True).items():
-            values = F.array(*[F.col(f"`{c}`").cast("string") for c in df.columns[1:]])
-            frames.append(df.select(F.lit(g).alias("g"), F.lit(feed).alias("feed"), "range_id", values.alias("v")))
+        df = all_feeds(spark, plan_table_feed(lake, TABLE, group))
+        head = [F.col(c).cast("string") for c in ("snapshot_id", "rowid")]
+        data = [F.col(f"`{c}`").cast("string") for c in df.columns[5:]]
+        values = F.when(F.col("feed") == "changes", F.array(*head, F.col("change_type"), *data)).otherwise(
+            F.array(*head, *data))
+        frames.append(df.select(F.lit(g).alias("g"), "feed", "range_id", values.alias("v")))
     union = frames[0]
     for f in frames[1:]:
         union = union.unionByName(f)

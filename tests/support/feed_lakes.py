@@ -33,8 +33,9 @@ STEPS = (
     "ALTER TABLE t RENAME b TO bb",
     "CALL ducklake_flush_inlined_data('lake')",
     "INSERT INTO t SELECT i, 'f4', 4 FROM range(500, 520) r(i)",
+    "INSERT INTO t SELECT i, 'f5', 5 FROM range(520, 540) r(i)",
     "CALL ducklake_merge_adjacent_files('lake')",
-    "DELETE FROM t WHERE a IN (205, 206, 300)",
+    "DELETE FROM t WHERE a IN (205, 206, 300, 521)",
     "CALL ducklake_rewrite_data_files('lake', delete_threshold => 0.0)",
     "INSERT INTO t SELECT i, 'f3', 9 FROM range(400, 430) r(i)",
     "DELETE FROM t WHERE a >= 400 AND a < 500",
@@ -64,14 +65,23 @@ def text(value: Any) -> str | None:
 
 
 def duck_feeds(con: Any, lake: FeedLake) -> None:
-    """DuckDB's feeds for every pair, in the open session (values as text)."""
+    """DuckDB's feeds for every pair, in the open session (values as text): one query per feed and end snapshot
+    (a UNION ALL over the starts, which share the end's columns)."""
+    ends: dict[int, list[int]] = collections.defaultdict(list)
     for a, b in lake.pairs():
+        ends[b].append(a)
+    for b, starts in ends.items():
         for feed in FEEDS:
             if feed == "changes":
-                sql = f"FROM ducklake_table_changes('lake', 'main', '{TABLE}', {a}, {b})"
+                parts = [f"SELECT {a} AS __start, * FROM ducklake_table_changes('lake', 'main', '{TABLE}', {a}, {b})"
+                         for a in starts]
             else:
-                sql = f"SELECT snapshot_id, rowid, * FROM ducklake_table_{feed}('lake', 'main', '{TABLE}', {a}, {b})"
-            lake.duck[(feed, a, b)] = collections.Counter(tuple(map(text, r)) for r in con.execute(sql).fetchall())
+                parts = [f"SELECT {a} AS __start, snapshot_id, rowid, * "
+                         f"FROM ducklake_table_{feed}('lake', 'main', '{TABLE}', {a}, {b})" for a in starts]
+            for a in starts:
+                lake.duck[(feed, a, b)] = collections.Counter()
+            for row in con.execute(" UNION ALL ".join(parts)).fetchall():
+                lake.duck[(feed, int(row[0]), b)][tuple(map(text, row[1:]))] += 1
 
 
 @contextlib.contextmanager
