@@ -331,16 +331,13 @@ class PostgresBackend(Backend):
         return self._PG_INLINED.get(ducklake_type, "VARCHAR")
 
     def inlined_value(self, ducklake_type: str, text: str | None, raw: Any) -> tuple[str, Any]:
-        """Strings and blobs as bytes; native columns cast from DuckDB's text (PostgreSQL parses it exactly);
-        VARCHAR columns hold that text."""
+        """Strings and blobs as bytes; anything else as DuckDB's text, bound untyped (psycopg's `unknown`) so
+        PostgreSQL parses it as the column's own type: native, or VARCHAR in tables older versions created."""
         if text is None:
             return ":v", None
         if ducklake_type == "blob":
             return ":v", bytes(raw)
-        if ducklake_type in ("varchar", "json"):
-            return ":v", text.encode("utf-8")
-        pg_type = self.inlined_column_type(ducklake_type, "")
-        return (":v", text) if pg_type == "VARCHAR" else (f"CAST(:v AS {pg_type})", text)
+        return ":v", text.encode("utf-8") if ducklake_type in ("varchar", "json") else text
 
     def list_tables(self, conn: Connection) -> set[str]:
         """Tables of the metadata schema (default: the first schema on the search path)."""
