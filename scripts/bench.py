@@ -16,6 +16,8 @@ Engines: **ours** = `Lake.sql(…)` (catalog read, scan planning, temp views, Sp
 **duckdb** = DuckDB 1.5.5 + ducklake on the same catalog; **ddf** = `ducklake_pyspark.read_ducklake` (PyPI
 ducklake-dataframe) per run, then the same Spark SQL. The DML section (`scripts/bench_dml.py`) runs DELETE, UPDATE
 and MERGE on fresh copies of a lineitem lake; its floor is plain Spark writing the same files without a catalog.
+The history section (`scripts/bench_history.py`) times the change feed over 1,000+ snapshots against DuckDB's;
+`verify` and `verify --deep` are timed with the other metadata commands on the 10,001-file catalog.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def _sibling(name: str) -> ModuleType:
 bd = _sibling("bench_duckdb")
 bench_report = _sibling("bench_report")
 bench_dml = _sibling("bench_dml")
+bench_history = _sibling("bench_history")
 
 ROOT = Path(__file__).resolve().parent.parent
 Fn = Callable[[], Any]
@@ -492,6 +495,8 @@ def metadata(s: Settings, lakes: Lakes) -> dict[str, Any]:
         "inspect": ["inspect", str(catalog)],
         "inspect_table": ["inspect", str(catalog), "main.events"],
         "expire_dry_run": ["maintain", "expire", str(catalog), "--keep-last", "1", "--dry-run"],
+        "verify": ["verify", str(catalog)],
+        "verify_deep": ["verify", str(catalog), "--deep"],
     }
     # Fresh processes, never a warm one (which a `ducklake spark start` of the user's could otherwise provide).
     cold = {**os.environ, "DUCKLAKE_WARM": "0"}
@@ -554,7 +559,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--sf", type=float, help="TPC-H scale factor (quick 0.02, full 1)")
     p.add_argument("--reps", type=int, help="runs per figure (≥ 3, default 3)")
     p.add_argument("--queries", help="TPC-H queries on lake A, e.g. 1,6,14 (quick: 1,3,6,10,12,14; full: all 22)")
-    p.add_argument("--only", default="tpch,scans,planning,write,metadata,dml",
+    p.add_argument("--only", default="tpch,scans,planning,write,metadata,dml,history",
                    help="comma-separated sections to run (default: all)")
     p.add_argument("--workdir", type=Path, help="scratch directory (default bench/data/<mode>; emptied first)")
     p.add_argument("--results", type=Path, default=ROOT / "bench" / "results", help="where the JSON goes")
@@ -654,6 +659,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             results["dml"] = bench_dml.dml(bd, bench_report.stat, log, s.reps, lakes.sources["lineitem"], work, spark,
                                            lambda c: ducklake_cli.connect(str(c), spark_settings=spark_settings))
             results["dml"]["meta"] = {**started, "loadavg_end": list(os.getloadavg())}
+            save()
+        if "history" in sections:
+            results["history"] = bench_history.history(bd, rounds, check, log, s.reps, work, spark_lake)
             save()
         if "metadata" in sections:
             results["metadata"] = metadata(s, lakes)

@@ -175,6 +175,23 @@ def _dml_section(d: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _history_section(h: Mapping[str, Any]) -> list[str]:
+    same = {True: "yes", False: "**no**"}.get(h.get("match", {}).get("ours"), "–")
+    feed = ", ".join(f"{k} {v:,}" for k, v in h.get("feed", {}).items())
+    return ["", f"## Change feed ({h['snapshots']:,} snapshots)", "",
+            "`table_changes('events', 0, last)` over the whole history of a table built by "
+            "`scripts/bench_history.py` (900 appended Parquet files, 100 inlined inserts, then DELETEs and UPDATEs "
+            "by DuckDB). ours = `Lake.table_changes` aggregated by change type in the bench's Spark session; DuckDB = "
+            "ducklake's `table_changes` with the same aggregate; the raw-Spark read is "
+            "`spark.read.parquet(<live files>)` with `count(*)`, `sum(id)`: what reading the files costs Spark before "
+            "any feed logic.", "",
+            "| ours (s) | raw-Spark read of the live files (s) | DuckDB (s) | ours / raw read | ours / DuckDB "
+            "| same rows as DuckDB | feed rows (DuckDB) |",
+            "|" + " --- |" * 7,
+            f"| {_cell(h['changes'], 'ours')} | {_cell(h['changes'], 'floor')} | {_cell(h['changes'], 'duckdb')} | "
+            f"{_ratio(h['changes'], 'ours', 'floor')} | {_ratio(h['changes'], 'ours', 'duckdb')} | {same} | {feed} |"]
+
+
 def render_markdown(results: Mapping[str, Any], json_name: str, findings: str) -> str:
     """The whole report."""
     meta = results["meta"]
@@ -245,6 +262,8 @@ def render_markdown(results: Mapping[str, Any], json_name: str, findings: str) -
     d = results.get("dml")
     if d:
         out += _dml_section(d)
+    if results.get("history"):
+        out += _history_section(results["history"])
     m = results.get("metadata")
     if m:
         out += ["", f"## Metadata and start-up (wall time of a fresh `ducklake` process; {m['snapshots']:,} "
@@ -253,6 +272,8 @@ def render_markdown(results: Mapping[str, Any], json_name: str, findings: str) -
         for key, title in (("help", "ducklake --help"), ("inspect", "ducklake inspect CAT"),
                            ("inspect_table", "ducklake inspect CAT main.events"),
                            ("expire_dry_run", "ducklake maintain expire CAT --keep-last 1 --dry-run"),
+                           ("verify", "ducklake verify CAT (sizes of every live file)"),
+                           ("verify_deep", "ducklake verify CAT --deep (every footer read)"),
                            ("query_cold_jvm", "ducklake query A \"…GROUP BY…\" --master local[2] (cold JVM)"),
                            ("query_remote_warm", "ducklake query A \"…\" --remote sc://… (warm Connect server)"),
                            ("query_remote_select1", "ducklake query A \"SELECT 1\" --remote sc://… (warm)"),
@@ -327,6 +348,8 @@ def render_chart(results: Mapping[str, Any], path: Path) -> None:
         groups[f"write {w['rows'] / 1e6:g}M rows"] = w
     for kind, entry in results.get("dml", {}).get("statements", {}).items():
         groups[kind] = entry
+    if results.get("history"):
+        groups[f"changes, {results['history']['snapshots']:,} snapshots"] = results["history"]["changes"]
     if groups:
         bars(fig.add_subplot(grid[1, 0]), groups, ENGINES, "Deletes, time travel, write, DML", log="dml" in results)
     p = results.get("planning")
