@@ -18,7 +18,8 @@ from ducklake_cli.engine.planning.scan_plan import ScanPlan, plan_scan
 from ducklake_cli.errors import NotFoundError, QueryError
 
 if TYPE_CHECKING:
-    from ducklake_cli.engine.planning.sql_rewrite import FeedRef, ParsedQuery, TableRef
+    from ducklake_cli.engine.planning.feed_sql import FeedRef
+    from ducklake_cli.engine.planning.sql_rewrite import ParsedQuery, TableRef
 
 _view_ids = itertools.count()
 MAX_VIEW_DEPTH = 16

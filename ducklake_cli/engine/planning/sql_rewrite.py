@@ -17,6 +17,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, SqlglotError, TokenError
 
+from ducklake_cli.engine.planning.feed_sql import FeedRef, feed_nodes, feed_ref
 from ducklake_cli.engine.planning.predicates import Op, Predicate
 from ducklake_cli.errors import QueryError
 
@@ -59,25 +60,6 @@ class TableRef:
         return ((self.schema or "main").lower(), self.name.lower(), self.version, self.timestamp)
 
 
-# The change-feed table functions `query` knows, and which feed each returns (DuckDB's names and its macros').
-FEED_FUNCTIONS = {
-    "table_changes": "changes", "table_insertions": "insertions", "table_deletions": "deletions",
-    "ducklake_table_changes": "changes", "ducklake_table_insertions": "insertions",
-    "ducklake_table_deletions": "deletions",
-}
-
-
-@dataclass(frozen=True)
-class FeedRef:
-    """A change-feed table function in FROM: `table_changes('t', start, end)` or DuckDB's five-argument
-    `ducklake_table_changes(catalog, schema, table, start, end)`; bounds are snapshot ids or time literals."""
-
-    kind: str  # changes | insertions | deletions
-    table: str  # as written: `t` or `schema.t`
-    start: int | str
-    end: int | str
-
-
 @dataclass(frozen=True)
 class ParsedQuery:
     """One parsed read-only Spark SQL statement."""
@@ -95,7 +77,7 @@ class ParsedQuery:
 
     def feed_refs(self) -> list[FeedRef]:
         """Distinct change-feed table functions read, in order of appearance."""
-        return list(dict.fromkeys(_feed_ref(node) for node in _feed_nodes(self.tree)))
+        return list(dict.fromkeys(feed_ref(node) for node in feed_nodes(self.tree)))
 
     def rewrite(self, views: Mapping[TableRef, str], rowid_views: frozenset[str] = frozenset(),
                 feed_views: Mapping[FeedRef, str] | None = None) -> str:
@@ -104,7 +86,7 @@ class ParsedQuery:
         temp views in `feed_views`."""
         by_key = {ref.key: name for ref, name in views.items()}
         tree = self.tree.copy()
-        feeds = list(_feed_nodes(tree))
+        feeds = list(feed_nodes(tree))
         bare: dict[tuple[str, str], exp.Identifier] = {}  # written name of an unaliased table -> its new name
         for node in list(_table_nodes(tree, self.bound)):
             ref = _ref(node)
@@ -121,7 +103,7 @@ class ParsedQuery:
                 node.set(arg, None)
             node.set("this", view)
         for node in feeds:  # after the tables: a feed node renamed to its view looks like a table
-            feed = _feed_ref(node)
+            feed = feed_ref(node)
             if not feed_views or feed not in feed_views:
                 raise ValueError(f"no temp view given for {feed.kind} of {feed.table}")
             node.set("this", exp.to_identifier(feed_views[feed]))
@@ -411,46 +393,6 @@ def _table_nodes(root: exp.Expr, bound: frozenset[str] = frozenset()) -> Iterato
             yield node
         pending += [(c, ctes) for c in node.iter_expressions() if c is not with_ and not isinstance(c, exp.Hint)]
         stack.extend(reversed(pending))
-
-
-def _feed_nodes(root: exp.Expr) -> Iterator[exp.Table]:
-    """Every change-feed table function in FROM or a join, in source order."""
-    for node in root.find_all(exp.Table):
-        if isinstance(node.this, exp.Anonymous) and node.this.name.lower() in FEED_FUNCTIONS:
-            yield node
-
-
-def _feed_ref(node: exp.Table) -> FeedRef:
-    fn = node.this
-    name = fn.name.lower()
-    args = [a.unnest() for a in fn.expressions]
-    want = 5 if name.startswith("ducklake_") else 3
-    usage = (f"{name}(catalog, schema, table, start, end)" if want == 5 else f"{name}(table, start, end)")
-    if len(args) != want:
-        raise QueryError(f"{usage} takes {want} arguments, got {len(args)}")
-
-    def text(e: exp.Expr, what: str) -> str:
-        if isinstance(e, exp.Literal) and e.is_string:
-            return str(e.this)
-        raise QueryError(f"{usage}: {what} must be a string literal, got {e.sql('spark')}")
-
-    def bound(e: exp.Expr, what: str) -> int | str:
-        if isinstance(e, exp.Cast) and e.to.this in _TIMESTAMPS:  # TIMESTAMP '…'
-            e = e.this.unnest()
-        if isinstance(e, exp.Literal):
-            value = str(e.this).strip()
-            if not e.is_string and value.isdigit():
-                return int(value)
-            if e.is_string and value:
-                return int(value) if value.isdigit() else value
-        raise QueryError(f"{usage}: {what} must be a snapshot id or a time literal, got {e.sql('spark')}")
-
-    if want == 5:
-        schema, table = text(args[1], "schema"), text(args[2], "table")
-        qualified = f"{schema}.{table}"
-    else:
-        qualified = text(args[0], "table")
-    return FeedRef(FEED_FUNCTIONS[name], qualified, bound(args[-2], "start"), bound(args[-1], "end"))
 
 
 def _ref(node: exp.Table) -> TableRef:

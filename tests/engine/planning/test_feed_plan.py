@@ -70,3 +70,25 @@ def test_inlined_deletions_of_files_without_delete_files() -> None:
     assert _ids(entries) == [(1, 3, 10, 10, False, ((0, 4),)), (2, 4, None, None, False, ((1, 4), (2, 6)))]
     assert [e.entry_id for e in entries] == [0, 1]
     assert delete_entries(files, deletes, inlined, 7, 8, source=_source, has_inlined_table=True)[0].inlined == ()
+
+
+def test_table_functions_found_and_rewritten_to_views() -> None:
+    import pytest
+
+    from ducklake_cli.engine.planning.feed_sql import FeedRef
+    from ducklake_cli.engine.planning.sql_rewrite import parse_query
+    from ducklake_cli.errors import QueryError
+
+    parsed = parse_query("SELECT c.change_type, count(*) FROM table_changes('t', 1, 5) c JOIN main.x ON c.a = x.a "
+                         "JOIN ducklake_table_deletions('lake', 's', 'u', TIMESTAMP '2026-01-01 00:00:00', '7') d "
+                         "ON d.rowid = c.rowid GROUP BY 1")
+    assert parsed.feed_refs() == [FeedRef("changes", "t", 1, 5), FeedRef("deletions", "s.u", "2026-01-01 00:00:00", 7)]
+    assert [r.qualified for r in parsed.table_refs()] == ["main.x"]
+    views = dict(zip(parsed.feed_refs(), ["F1", "F2"], strict=True))
+    assert parsed.rewrite({parsed.table_refs()[0]: "V"}, feed_views=views) == (
+        "SELECT c.change_type, COUNT(*) FROM F1 AS c JOIN V AS x ON c.a = x.a JOIN F2 AS d ON d.rowid = c.rowid "
+        "GROUP BY 1")
+    with pytest.raises(QueryError, match="takes 3 arguments"):
+        parse_query("SELECT * FROM table_insertions('t', 1)").feed_refs()
+    with pytest.raises(QueryError, match="snapshot id or a time literal"):
+        parse_query("SELECT * FROM table_insertions('t', 1, x)").feed_refs()
