@@ -10,26 +10,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.support.oracle import oracle_connect
+from tests.support.oracle import oracle_connect, transaction
 from tests.support.services import pg_database, require_env
 from tests.support.spot import Spot
 
 TABLE = "t"
 FEEDS = ("insertions", "deletions", "changes")
-# One statement per snapshot (DuckDB's maintenance calls may commit none). Inlining on (10 rows): small inserts
+# One snapshot per step (a tuple: one transaction). Inlining on (10 rows): small inserts
 # and deletes are inlined, then flushed; a merge, a rewrite of the deletes, and columns added, renamed, dropped.
 STEPS = (
     "CREATE TABLE t(a INT, b VARCHAR)",
     "INSERT INTO t SELECT i, 'r' || i FROM range(20) r(i)",
     "INSERT INTO t VALUES (100, 'i100'), (101, 'i101'), (102, 'i102')",
-    "DELETE FROM t WHERE a IN (1, 2)",
-    "UPDATE t SET b = 'upd' WHERE a = 5",
-    "DELETE FROM t WHERE a = 100",
-    "UPDATE t SET b = 'iupd' WHERE a = 101",
+    ("DELETE FROM t WHERE a IN (1, 2)", "UPDATE t SET b = 'upd' WHERE a = 5"),
+    ("DELETE FROM t WHERE a = 100", "UPDATE t SET b = 'iupd' WHERE a = 101"),
     "INSERT INTO t SELECT i, 'f2_' || i FROM range(200, 220) r(i)",
     "DELETE FROM t WHERE a IN (3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14)",
-    "ALTER TABLE t ADD COLUMN c INT DEFAULT 7",
-    "INSERT INTO t VALUES (300, 'i300', 1), (301, 'i301', 2)",
+    ("ALTER TABLE t ADD COLUMN c INT DEFAULT 7", "INSERT INTO t VALUES (300, 'i300', 1), (301, 'i301', 2)"),
     "ALTER TABLE t RENAME b TO bb",
     "CALL ducklake_flush_inlined_data('lake')",
     "INSERT INTO t SELECT i, 'f4', 4 FROM range(500, 520) r(i)",
@@ -39,8 +36,7 @@ STEPS = (
     "CALL ducklake_rewrite_data_files('lake', delete_threshold => 0.0)",
     "INSERT INTO t SELECT i, 'f3', 9 FROM range(400, 430) r(i)",
     "DELETE FROM t WHERE a >= 400 AND a < 500",
-    "ALTER TABLE t DROP COLUMN c",
-    "UPDATE t SET bb = 'u2' WHERE a IN (0, 215, 505)",
+    ("ALTER TABLE t DROP COLUMN c", "UPDATE t SET bb = 'u2' WHERE a IN (0, 215, 505)"),
 )
 
 Rows = collections.Counter[tuple[Any, ...]]
@@ -102,7 +98,7 @@ def feed_lake(backend: str, tmp: Path) -> Iterator[FeedLake]:
             con.execute(spot.attach("lake", "DATA_INLINING_ROW_LIMIT 10"))
             con.execute("USE lake")
             for step in STEPS:
-                con.execute(step)
+                transaction(con, [step] if isinstance(step, str) else list(step))
             snapshots = [int(r[0]) for r in con.execute(
                 "SELECT snapshot_id FROM ducklake_snapshots('lake') ORDER BY 1").fetchall()]
             lake = FeedLake(spot, snapshots)
