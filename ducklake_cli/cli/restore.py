@@ -45,7 +45,9 @@ def restore(
     files, deletes, inlined rows, columns, partitioning. Earlier snapshots stay as they were, so a restore can be
     undone by another. No Spark; files that must come back are copied under new names.
 
-    Refused (exit 1, nothing changed) when the snapshot was expired or files it reads are gone from storage.
+    Refused (exit 1, nothing changed) when the snapshot was expired, files it reads are gone from storage, the
+    table is encrypted, or files it changes have inlined deletions (flush them with DuckDB's
+    ducklake_flush_inlined_data first).
 
     Examples:
 

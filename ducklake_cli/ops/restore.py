@@ -21,7 +21,7 @@ from ducklake_cli.catalog import restore as cr
 from ducklake_cli.catalog.options import require_message
 from ducklake_cli.catalog.paths import file_path, new_data_file_name, table_dir, uuid7
 from ducklake_cli.catalog.types import DELETE_POS_ID, SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID
-from ducklake_cli.errors import CommitConflictError, NotFoundError, StorageError, UsageError
+from ducklake_cli.errors import CommitConflictError, DuckLakeError, NotFoundError, StorageError, UsageError
 from ducklake_cli.ops.maintenance import FileAction, MaintenanceReport, Plan
 from ducklake_cli.ops.results import Section
 
@@ -251,6 +251,20 @@ class RestorePlan(Plan):
                            file_bytes=sum(c.source.file_size_bytes for c in self.copies))
 
 
+def _refuse_inlined_deletions(table: TableInfo, inl_deletes: Sequence[tuple[int, int, int]],
+                              touched: set[int]) -> None:
+    """Refuse to end, copy or re-delete a data file that has inlined deletions: DuckDB 1.5.5's flush would later
+    write them to a delete file beginning at their old snapshot, overlapping the one restore ended, and older
+    snapshots would read wrongly. Flushed first, they are in the delete file restore handles."""
+    hit = {fid for fid, _, _ in inl_deletes} & touched
+    if hit:
+        raise DuckLakeError(f"cannot restore {table.qualified_name} yet: {len(hit)} data file(s) restore would "
+                            "change have inlined deletions (DuckDB's later flush would corrupt older snapshots); "
+                            "nothing changed", hint="flush them with DuckDB first (`CALL ducklake_flush_inlined_data"
+                                                    "('<lake>')`; `ducklake maintain flush` does not flush "
+                                                    "deletions yet), then restore again")
+
+
 def _refuse_changed(kinds: Sequence[str], table: TableInfo) -> None:
     """Another writer changed the table since the plan: its plan no longer holds (other tables do not matter)."""
     if kinds:
@@ -337,7 +351,7 @@ def _resolve(reader: LakeReader, snapshot_id: int | None, as_of: dt.datetime | N
     existing = snapshot_ids(reader.conn)
     if snapshot_id is not None:
         if snapshot_id not in existing:
-            gone = existing and snapshot_id < max(existing)
+            gone = existing and 0 <= snapshot_id < max(existing)  # a negative id never existed
             raise NotFoundError(f"snapshot {snapshot_id} does not exist" + (
                 ": it was expired, so the files it read may already be deleted; nothing changed" if gone else ""),
                 hint=f"snapshots {min(existing)}–{max(existing)} exist; `ducklake inspect CATALOG --snapshots` "
@@ -395,7 +409,8 @@ def plan_restore(lake: Lake, table: str, *, snapshot_id: int | None = None, as_o
             f"from storage: {', '.join(missing[:5])}{more}; nothing changed",
             hint="they were probably deleted by a cleanup after expiring snapshots; restore a later snapshot")
     if any(st.data.encryption_key or (st.delete and st.delete.encryption_key) for st in at_n.values()):
-        raise UsageError(f"{now.qualified_name} has encrypted files: restore does not write encrypted delete files")
+        raise DuckLakeError(f"{now.qualified_name} has encrypted files: restore does not write encrypted delete "
+                            "files; nothing changed")
     copies, redeletes, rows_then = _file_plan(at_n, at_l, inl_deletes, target, tdir, opts)
     gone_now = dict.fromkeys(at_l, 0)
     for fid, _, _ in inl_deletes:
@@ -406,6 +421,8 @@ def plan_restore(lake: Lake, table: str, *, snapshot_id: int | None = None, as_o
     copied = {c.source.data_file_id for c in copies}
     ended = tuple((st.data, file_path(tdir, st.data)) for fid, st in sorted(at_l.items())
                   if fid not in at_n or fid in copied)
+    _refuse_inlined_deletions(now, inl_deletes, copied | {r.data.data_file_id for r in redeletes}
+                              | {f.data_file_id for f, _ in ended})
     return RestorePlan(lake.target.display(), now, then, tdir, target, latest, copies=tuple(copies),
                        redeletes=tuple(redeletes), ended=ended, inlined=tuple(inlined), definition=tuple(definition),
                        rows=(rows_now + inlined_rows[0], rows_then + inlined_rows[1]),

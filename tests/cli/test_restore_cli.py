@@ -9,7 +9,7 @@ import pytest
 
 from ducklake_cli.lake import Lake
 from tests.support.cli import run_main
-from tests.support.restore_lakes import SCENARIOS, build, oracle_reads
+from tests.support.restore_lakes import INLINED_DELETES, SCENARIOS, build, oracle_reads
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +79,7 @@ def test_as_of(capsys: pytest.CaptureFixture[str], lake: tuple[str, Path, dict[i
     (("nope", "--to-snapshot", "2"), 1, "table main.nope does not exist"),
     (("t", "--to-snapshot", "0"), 1, "did not exist at snapshot 0"),
     (("t", "--to-snapshot", "999"), 1, "snapshot 999 does not exist"),
+    (("t", "--to-snapshot", "-1"), 1, "snapshot -1 does not exist (hint"),
 ])
 def test_refusals_are_one_line(capsys: pytest.CaptureFixture[str], lake: tuple[str, Path, dict[int, object]],
                                args: tuple[str, ...], code: int, text: str) -> None:
@@ -87,6 +88,24 @@ def test_refusals_are_one_line(capsys: pytest.CaptureFixture[str], lake: tuple[s
     got, out, err = run_main(capsys, "restore", catalog, *args, "--yes")
     assert got == code, err
     assert text in err and "Traceback" not in err
+    assert _latest(catalog) == latest
+
+
+def test_inlined_deletions_and_encrypted_files_are_bad_input(capsys: pytest.CaptureFixture[str],
+                                                              tmp_path: Path) -> None:
+    import sqlite3
+
+    catalog = str(tmp_path / "lake.sqlite")
+    build("sqlite", catalog, tmp_path / "data", INLINED_DELETES)
+    latest = _latest(catalog)
+    code, _, err = run_main(capsys, "restore", catalog, "t", "--to-snapshot", "1", "--yes")
+    assert code == 1 and "inlined deletions" in err and "\n" not in err.strip()
+    db = sqlite3.connect(catalog)
+    db.execute("UPDATE ducklake_data_file SET encryption_key = 'a2V5'")  # metadata only: refused before any read
+    db.commit()
+    db.close()
+    code, _, err = run_main(capsys, "restore", catalog, "t", "--to-snapshot", "3", "--yes")
+    assert code == 1 and "has encrypted files" in err and "\n" not in err.strip()
     assert _latest(catalog) == latest
 
 

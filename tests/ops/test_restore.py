@@ -12,11 +12,19 @@ from typing import Any
 import pytest
 
 from ducklake_cli.catalog.restore import file_states
-from ducklake_cli.errors import CommitConflictError, NotFoundError, StorageError
+from ducklake_cli.errors import CommitConflictError, DuckLakeError, NotFoundError, StorageError
 from ducklake_cli.lake import Lake
 from ducklake_cli.ops.restore import plan_restore
 from tests.support.oracle import oracle_connect
-from tests.support.restore_lakes import NESTED_RENAMED, SCENARIOS, Scenario, attach, build, oracle_reads
+from tests.support.restore_lakes import (
+    INLINED_DELETES,
+    NESTED_RENAMED,
+    SCENARIOS,
+    Scenario,
+    attach,
+    build,
+    oracle_reads,
+)
 from tests.support.services import pg_database, require_env
 
 _RESTORE_CHANGES = {"tables_inserted_into", "tables_deleted_from", "tables_altered", "inlined_insert",
@@ -151,6 +159,25 @@ def test_refusals_change_nothing(tmp_path: Path) -> None:
         with pytest.raises(StorageError, match=victim.name):
             plan_restore(lake, "t", snapshot_id=4)
     assert _snapshot_count(catalog) == count
+
+
+def test_inlined_deletions_are_flushed_first(tmp_path: Path) -> None:
+    """A file with inlined deletions is refused (DuckDB's later flush would overlap the delete file restore ends
+    and misread older snapshots); once DuckDB flushed, every restore and a later flush keep every snapshot."""
+    catalog, data = str(tmp_path / "lake.sqlite"), tmp_path / "data"
+    build("sqlite", catalog, data, INLINED_DELETES)
+    count = _snapshot_count(catalog)
+    with Lake.open(catalog) as lake, pytest.raises(DuckLakeError, match="inlined deletions") as refused:
+        plan_restore(lake, "t", snapshot_id=1)
+    assert refused.value.exit_code == 1 and "ducklake_flush_inlined_data" in (refused.value.hint or "")
+    assert _snapshot_count(catalog) == count
+    _duck(catalog, data, "CALL ducklake_flush_inlined_data('lake')")
+    before, _ = oracle_reads("sqlite", catalog, data)
+    with Lake.open(catalog) as lake:  # 1 ends the file and its delete file; 3 copies it back with its deletes
+        made = {plan_restore(lake, "t", snapshot_id=n).apply(lake).extra["snapshot_id"]: n for n in (1, 3)}
+    _duck(catalog, data, "DELETE FROM lake.t WHERE id = 4", "CALL ducklake_flush_inlined_data('lake')")
+    after, changes = oracle_reads("sqlite", catalog, data)
+    _check(before, after, made, changes)
 
 
 @pytest.mark.parametrize(("name", "target", "statements"), [

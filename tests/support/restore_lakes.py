@@ -59,6 +59,8 @@ SCENARIOS: tuple[Scenario, ...] = (
         "INSERT INTO t VALUES (4, 'd', 4.0)",
         "CALL ducklake_flush_inlined_data('lake')",
         "DELETE FROM t WHERE id IN (3, 101)",
+        # inlined deletions of file rows are flushed before any restore (restore refuses otherwise: DuckDB's flush)
+        "CALL ducklake_flush_inlined_data('lake')",
         "INSERT INTO t VALUES (5, 'e', 5.0)",
     ), inline_limit=10),
     Scenario("compaction_rewrite", (
@@ -108,6 +110,15 @@ NESTED_RENAMED = Scenario("nested_renamed", (
     "UPDATE t2 SET id = id + 10 WHERE id = 1",
     "ALTER TABLE t2 DROP COLUMN st.a",
     "INSERT INTO t2 VALUES (4, {'bb': 'q', 'c': 2.5})",
+), inline_limit=5)
+
+
+# A file with inlined deletions (snapshot 3) and a delete file (snapshot 4): restore refuses until DuckDB flushes.
+INLINED_DELETES = Scenario("inlined_deletes", (
+    "CREATE TABLE t(id INTEGER, s VARCHAR)",
+    "INSERT INTO t SELECT i, 'v' || i FROM range(20) r(i)",
+    "DELETE FROM t WHERE id % 5 = 1",
+    "DELETE FROM t WHERE id % 2 = 1",
 ), inline_limit=5)
 
 
