@@ -230,10 +230,12 @@ def _float32(value: Any) -> Any:
 
 
 def bound_problem(recorded_min: str | None, recorded_max: str | None, footer_min: Any, footer_max: Any,
-                  ducklake_type: str, physical_type: str) -> str | None:
+                  ducklake_type: str, physical_type: str, *, may_truncate: bool = False) -> str | None:
     """Why a file's recorded bounds exclude values its footer says it holds (readers would prune it wrongly), or
     None; a bound that cannot be compared (unparsable, a type without bounds, no footer statistic) is no problem.
-    Compared after casting both to the column type; a float file column is compared in single precision."""
+    Compared after casting both to the column type; a float file column is compared in single precision.
+    `may_truncate`: the file's writer may have cut string footer bounds to a prefix (DuckDB and we write them
+    whole)."""
     if ducklake_type in NO_BOUNDS or ducklake_type in _UNCHECKED:
         return None
     single = ducklake_type in FLOAT_TYPES and (physical_type == "FLOAT" or ducklake_type == "float32")
@@ -244,8 +246,8 @@ def bound_problem(recorded_min: str | None, recorded_max: str | None, footer_min
             continue
         if single:
             a, b = _float32(a), _float32(b)
-        if not upper and ducklake_type in _PREFIXED and isinstance(a, bytes) and isinstance(b, bytes) and b \
-                and a.startswith(b):
+        if may_truncate and not upper and ducklake_type in _PREFIXED and isinstance(a, bytes) \
+                and isinstance(b, bytes) and b and a.startswith(b):
             continue  # a footer min cut to a prefix by its writer is below the true min
         try:
             bad = a < b if upper else a > b

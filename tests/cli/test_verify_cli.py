@@ -21,14 +21,15 @@ def _snapshots(lake: DamagedLake) -> int:
 
 @sqlite
 def test_healthy_lake_and_bad_input(spot: Spot, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    DamagedLake(spot)
+    lake = DamagedLake(spot)
     code, out, err = run_main(capsys, "verify", spot.catalog, "--deep", "--format", "json")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["healthy"] is True and doc["problems"] == [] and doc["deep"] is True
     assert set(doc["checked"]) == {"tables", "data_files", "delete_files", "bytes", "inlined_tables", "snapshots",
-                                   "footers", "stats_bounds"}
+                                   "footers", "stats_bounds", "footers_skipped_encrypted"}
     assert doc["checked"]["data_files"] == 4 and doc["checked"]["delete_files"] == 1
+    assert doc["checked"]["footers_skipped_encrypted"] == 0
     code, out, err = run_main(capsys, "verify", spot.catalog, "--table", "u")
     assert code == 0 and "healthy" in err and "Problems" not in out
     for args, want in ((["--table", "nosuch"], 1), (["--dry-run"], 2), (["--yes"], 2)):
@@ -36,6 +37,12 @@ def test_healthy_lake_and_bad_input(spot: Spot, tmp_path: Path, capsys: pytest.C
         assert code == want and err.startswith("error: ") and err.count("\n") == 1, (args, err)
     code, _, err = run_main(capsys, "verify", str(tmp_path / "nothing.sqlite"))
     assert code == 1 and err.count("\n") == 1
+    # An encrypted file's footer needs its key: still healthy, but said (not silently "checked").
+    lake.run(f"UPDATE {META}.ducklake_data_file SET encryption_key = 'a2V5' WHERE data_file_id = "
+             f"(SELECT min(data_file_id) FROM {META}.ducklake_data_file WHERE end_snapshot IS NULL)")
+    code, out, err = run_main(capsys, "verify", spot.catalog, "--deep")
+    assert code == 0 and "1 encrypted file(s) not read deeply" in " ".join(err.split())
+    assert "footers_skipped_encrypted" in out
 
 
 @sqlite
@@ -62,6 +69,8 @@ def test_problems_exit_4_and_repair_flow(spot: Spot, capsys: pytest.CaptureFixtu
     code, out, err = run_main(capsys, "verify", spot.catalog, "--repair", "--yes", "--format", "json")
     doc = json.loads(out)
     assert code == 4 and doc["dry_run"] is False and doc["snapshot_id"] == before  # the size problem is left
+    assert set(doc) == {"verb", "catalog", "dry_run", "files", "notes", "healthy", "unrepairable", "snapshot_id",
+                        "problems"}  # no expire/cleanup counts
     assert doc["healthy"] is False and doc["unrepairable"] == 1
     assert _snapshots(lake) == before + 1
     assert lake.count() == 269 - 100  # DuckDB reads t without the ended file

@@ -47,6 +47,8 @@ def test_each_damage_is_found_and_unreadable_files_are_repaired(spot: Spot, dama
         assert _verify(spot, deep=False).healthy
     found = _verify(spot, deep=deep)
     assert {p.kind for p in found.problems} == {kind}, found.problems
+    if damage == "lying_bounds":  # a recorded min the footer's is a prefix of: DuckDB's files are not cut short
+        assert any("recorded min 's2000' above the file's min 's200'" in p.detail for p in found.problems)
     for problem in found.problems:
         assert problem.table == "main.t"
         assert problem.path == where or (kind == "missing_inlined_table" and where in problem.detail)
@@ -168,7 +170,7 @@ def test_s3_lake(tmp_path: Path, s3_bucket: Any) -> None:
     ("0.1", "0.3", 0.10000000149011612, 0.30000001192092896, "float64", "FLOAT", False),  # promoted float
     ("nan", "nan", 1.0, 2.0, "float64", "DOUBLE", False),  # NaN bounds say nothing
     ("1.0", "1.5", 0.5, 1.5, "float64", "DOUBLE", True),
-    ("abcdef", "abd", "abc", "abd", "varchar", "BYTE_ARRAY", False),  # a footer min cut to a prefix
+    ("abcdef", "abd", "abc", "abd", "varchar", "BYTE_ARRAY", True),  # DuckDB and we write whole string bounds
     ("str9", "str9", "", "str9", "varchar", "BYTE_ARRAY", True),  # an empty string is a real min
     ("a", "str", "a", "str9", "varchar", "BYTE_ARRAY", True),  # a recorded max cut short excludes values
     ("b", "c", "a", "c", "varchar", "BYTE_ARRAY", True),
@@ -183,3 +185,10 @@ def test_s3_lake(tmp_path: Path, s3_bucket: Any) -> None:
 ])
 def test_bound_rules(rmin: str, rmax: str, fmin: Any, fmax: Any, typ: str, phys: str, bad: bool) -> None:
     assert (bound_problem(rmin, rmax, fmin, fmax, typ, phys) is not None) == bad
+
+
+def test_a_foreign_writer_may_cut_a_string_min_short() -> None:
+    """Only for files registered from elsewhere: a footer min that is a prefix of the recorded one."""
+    assert bound_problem("abcdef", "abd", "abc", "abd", "varchar", "BYTE_ARRAY", may_truncate=True) is None
+    assert bound_problem("abd", "abd", "abcd", "abd", "varchar", "BYTE_ARRAY", may_truncate=True) is not None
+    assert bound_problem("b", "c", "a", "c", "varchar", "BYTE_ARRAY", may_truncate=True) is not None

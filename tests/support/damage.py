@@ -155,13 +155,14 @@ def wrong_record_count(lake: DamagedLake) -> str:
 
 
 def lying_bounds(lake: DamagedLake) -> str:
-    """Record min/max bounds of `a` (an integer) and `s` (a string) that exclude the file's values."""
+    """Record min/max bounds of `a` (an integer) and `s` (a string) that exclude the file's values; `s`'s min
+    extends the file's ('s200' → 's2000'): DuckDB writes whole strings, so this is no writer's truncation."""
     f = lake.without_delete(last=True)
     ids = dict(lake.run(f"SELECT c.column_name, c.column_id FROM {META}.ducklake_column c JOIN {META}.ducklake_table t "
                         "USING (table_id) WHERE t.table_name = 't' AND c.end_snapshot IS NULL"))
     lake.run(f"UPDATE {META}.ducklake_file_column_stats SET min_value = '5', max_value = '10' "
              f"WHERE data_file_id = {f.data_file_id} AND column_id = {ids['a']}")
-    lake.run(f"UPDATE {META}.ducklake_file_column_stats SET max_value = 's1' "
+    lake.run(f"UPDATE {META}.ducklake_file_column_stats SET min_value = 's2000', max_value = 's1' "
              f"WHERE data_file_id = {f.data_file_id} AND column_id = {ids['s']}")
     return f.path
 
