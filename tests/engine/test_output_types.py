@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.cli import REPO
+from tests.support.cli import REPO, run_main
 from tests.support.oracle import oracle_connect
 from tests.support.spot import Spot
 
@@ -257,19 +257,20 @@ def check_parquet(path: Path, spot: Spot, rows: int) -> None:
 
 
 @pytest.mark.parametrize("spot", ["sqlite"], indirect=True)
-def test_every_type_every_row(spot: Spot, tmp_path: Path) -> None:
+def test_every_type_every_row(spot: Spot, tmp_path: Path, spark: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """JSON to stdout from a user's process; the other encodings in this process (one JVM start, not five)."""
     rows = 20_000
     duck = build_table(spot, rows)
     sql = "SELECT * FROM t"
     code, out, err = run_bytes("query", spot.catalog, sql, "--format", "json")
     assert code == 0, err
     check_json_rows(json.loads(out), duck)
-    code, out, err = run_bytes("query", spot.catalog, sql, "--format", "csv")
+    code, out, err = run_main(capsys, "query", spot.catalog, sql, "--format", "csv")
     assert code == 0, err
     check_csv(out, duck)
     for ext in ("json", "csv", "parquet"):
         path = tmp_path / f"out.{ext}"
-        code, out, err = run_bytes("query", spot.catalog, sql, "--output", str(path))
+        code, out, err = run_main(capsys, "query", spot.catalog, sql, "--output", str(path))
         assert code == 0, err
         if ext == "json":
             check_json_rows([json.loads(line) for line in path.read_bytes().decode().split("\n") if line], duck)
@@ -280,15 +281,15 @@ def test_every_type_every_row(spot: Spot, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("spot", ["duckdb", "postgres"], indirect=True)
-def test_every_type_small_other_catalogs(spot: Spot) -> None:
+def test_every_type_small_other_catalogs(spot: Spot, spark: Any, capsys: pytest.CaptureFixture[str]) -> None:
     duck = build_table(spot, 600)
-    code, out, err = run_bytes("query", spot.catalog, "SELECT * FROM t", "--format", "json")
+    code, out, err = run_main(capsys, "query", spot.catalog, "SELECT * FROM t", "--format", "json")
     assert code == 0, err
     check_json_rows(json.loads(out), duck)
     if spot.backend != "duckdb":
         return
     # The terminal table: the first rows of an ORDER BY, nested values as JSON, NULL marked, the cap on stderr.
-    code, out, err = run_bytes("query", spot.catalog, "SELECT id, c_struct, c_tinyint FROM t ORDER BY id DESC")
+    code, out, err = run_main(capsys, "query", spot.catalog, "SELECT id, c_struct, c_tinyint FROM t ORDER BY id DESC")
     assert code == 0, err
     cells = [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines() if line.count("│") == 4]
     assert [c[0] for c in cells[:2]] == ["599", "598"] and len(cells) == 500
