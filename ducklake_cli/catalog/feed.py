@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.models import ColumnInfo, DataFile, DeleteFile, InlinedTable, Snapshot
-from ducklake_cli.catalog.queries import as_bool
+from ducklake_cli.catalog.queries import data_file, delete_file
 from ducklake_cli.catalog.reader import MetadataReader
 from ducklake_cli.errors import NotFoundError
 
@@ -21,16 +21,7 @@ def table_data_files(reader: MetadataReader, table_id: int, *, upto: int) -> lis
     t = s.data_file_t
     rows = reader.conn.execute(select(t).where(t.c.table_id == table_id, t.c.begin_snapshot <= upto)
                                .order_by(t.c.data_file_id)).all()
-    return [
-        DataFile(
-            data_file_id=r.data_file_id, table_id=r.table_id, begin_snapshot=r.begin_snapshot,
-            end_snapshot=r.end_snapshot, path=r.path, path_is_relative=bool(as_bool(r.path_is_relative)),
-            file_format=r.file_format, record_count=r.record_count or 0, file_size_bytes=r.file_size_bytes or 0,
-            footer_size=r.footer_size, row_id_start=r.row_id_start, partition_id=r.partition_id,
-            encryption_key=r.encryption_key, mapping_id=r.mapping_id, partial_max=r.partial_max,
-        )
-        for r in rows
-    ]
+    return [data_file(r) for r in rows]
 
 
 def table_delete_files(reader: MetadataReader, table_id: int, *, upto: int) -> list[DeleteFile]:
@@ -38,16 +29,7 @@ def table_delete_files(reader: MetadataReader, table_id: int, *, upto: int) -> l
     t = s.delete_file_t
     rows = reader.conn.execute(select(t).where(t.c.table_id == table_id, t.c.begin_snapshot <= upto)
                                .order_by(t.c.delete_file_id)).all()
-    return [
-        DeleteFile(
-            delete_file_id=r.delete_file_id, table_id=r.table_id, begin_snapshot=r.begin_snapshot,
-            end_snapshot=r.end_snapshot, data_file_id=r.data_file_id, path=r.path,
-            path_is_relative=bool(as_bool(r.path_is_relative)), format=r.format, delete_count=r.delete_count or 0,
-            file_size_bytes=r.file_size_bytes or 0, footer_size=r.footer_size, encryption_key=r.encryption_key,
-            partial_max=r.partial_max,
-        )
-        for r in rows
-    ]
+    return [delete_file(r) for r in rows]
 
 
 def inlined_file_deletions(reader: MetadataReader, table_id: int, start: int, end: int) -> list[tuple[int, int, int]]:

@@ -46,6 +46,28 @@ def as_bool(value: Any) -> bool | None:
     return bool(value)
 
 
+def data_file(r: Any) -> DataFile:
+    """A `ducklake_data_file` row as a `DataFile`."""
+    return DataFile(
+        data_file_id=r.data_file_id, table_id=r.table_id, begin_snapshot=r.begin_snapshot,
+        end_snapshot=r.end_snapshot, path=r.path, path_is_relative=bool(as_bool(r.path_is_relative)),
+        file_format=r.file_format, record_count=r.record_count or 0, file_size_bytes=r.file_size_bytes or 0,
+        footer_size=r.footer_size, row_id_start=r.row_id_start, partition_id=r.partition_id,
+        encryption_key=r.encryption_key, mapping_id=r.mapping_id, partial_max=r.partial_max,
+    )
+
+
+def delete_file(r: Any) -> DeleteFile:
+    """A `ducklake_delete_file` row as a `DeleteFile`."""
+    return DeleteFile(
+        delete_file_id=r.delete_file_id, table_id=r.table_id, begin_snapshot=r.begin_snapshot,
+        end_snapshot=r.end_snapshot, data_file_id=r.data_file_id, path=r.path,
+        path_is_relative=bool(as_bool(r.path_is_relative)), format=r.format, delete_count=r.delete_count or 0,
+        file_size_bytes=r.file_size_bytes or 0, footer_size=r.footer_size, encryption_key=r.encryption_key,
+        partial_max=r.partial_max,
+    )
+
+
 @dataclass
 class FileTotals:
     """Aggregates of one table's files at a snapshot (see `MetadataReader.file_totals`)."""
@@ -103,31 +125,13 @@ class FileQueries:
         """Data files visible at S for the tables."""
         t = s.data_file_t
         rows = self._visible(t, snapshot_id, table_ids, t.c.data_file_id)
-        return [
-            DataFile(
-                data_file_id=r.data_file_id, table_id=r.table_id, begin_snapshot=r.begin_snapshot,
-                end_snapshot=r.end_snapshot, path=r.path, path_is_relative=bool(as_bool(r.path_is_relative)),
-                file_format=r.file_format, record_count=r.record_count or 0, file_size_bytes=r.file_size_bytes or 0,
-                footer_size=r.footer_size, row_id_start=r.row_id_start, partition_id=r.partition_id,
-                encryption_key=r.encryption_key, mapping_id=r.mapping_id, partial_max=r.partial_max,
-            )
-            for r in rows
-        ]
+        return [data_file(r) for r in rows]
 
     def delete_files(self, snapshot_id: int, table_ids: Iterable[int]) -> list[DeleteFile]:
         """Delete files visible at S for the tables."""
         t = s.delete_file_t
         rows = self._visible(t, snapshot_id, table_ids, t.c.delete_file_id)
-        return [
-            DeleteFile(
-                delete_file_id=r.delete_file_id, table_id=r.table_id, begin_snapshot=r.begin_snapshot,
-                end_snapshot=r.end_snapshot, data_file_id=r.data_file_id, path=r.path,
-                path_is_relative=bool(as_bool(r.path_is_relative)), format=r.format, delete_count=r.delete_count or 0,
-                file_size_bytes=r.file_size_bytes or 0, footer_size=r.footer_size, encryption_key=r.encryption_key,
-                partial_max=r.partial_max,
-            )
-            for r in rows
-        ]
+        return [delete_file(r) for r in rows]
 
     def inlined_deletes(self, snapshot_id: int, table_id: int) -> dict[int, int]:
         """Inlined file deletions at S, counted per data file id (the table is created on demand, so probe)."""

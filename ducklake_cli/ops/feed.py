@@ -86,10 +86,9 @@ def run_changes(
 ) -> QueryResult:
     """What `ducklake changes` does: the table's changes in the range (of one kind), fetched, streamed or
     written to a file."""
-    from ducklake_cli.engine import run_query as run
     from ducklake_cli.engine.progress import spark_progress
     from ducklake_cli.engine.session import spark_errors
-    from ducklake_cli.ops.query import QueryResult
+    from ducklake_cli.ops.query import deliver
 
     if kind not in KIND_TYPES:
         raise UsageError(f"--kind {kind!r}: expected one of {', '.join(KIND_TYPES)}")
@@ -102,15 +101,5 @@ def run_changes(
         types = KIND_TYPES[kind]
         if types is not None:
             df = df.where(df["change_type"].isin(list(types)))
-        df = df.orderBy("snapshot_id", "rowid", "change_type")
-        if output is not None:
-            from ducklake_cli.engine.output import write_output
-
-            count = write_output(df, output)
-            return QueryResult(columns=tuple(df.columns), rows=(), output=output, row_count=count)
-        if stream:
-            rows = run.stream_rows(df)
-            return QueryResult(columns=rows.columns, rows=(), stream=rows)
-        got = run.fetch(df, display)
-        return QueryResult(columns=got.columns, rows=got.rows, truncated=got.truncated, row_count=got.row_count,
-                           encoders=got.encoders)
+        return deliver(df.orderBy("snapshot_id", "rowid", "change_type"), output=output, stream=stream,
+                       display=display)

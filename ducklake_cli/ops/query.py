@@ -137,15 +137,21 @@ def run_query(
                            "files_kept": len(p.files), "files_pruned": len(p.pruned_file_ids),
                            "inlined_rows": sum(i.rows.num_rows for i in p.inlined)} for p in plan.scans)
             return QueryResult(columns=(), rows=(), explain=ExplainInfo(scans, run.spark_plan(run.frame(spark, plan))))
-        df = run.frame(spark, plan, limit=limit)
-        if output is not None:
-            from ducklake_cli.engine.output import write_output
+        return deliver(run.frame(spark, plan, limit=limit), output=output, stream=stream, display=display)
 
-            count = write_output(df, output)
-            return QueryResult(columns=tuple(df.columns), rows=(), output=output, row_count=count)
-        if stream:
-            rows = run.stream_rows(df)
-            return QueryResult(columns=rows.columns, rows=(), stream=rows)
-        got = run.fetch(df, display)
-        return QueryResult(columns=got.columns, rows=got.rows, truncated=got.truncated, row_count=got.row_count,
-                           encoders=got.encoders)
+
+def deliver(df: DataFrame, *, output: str | None, stream: bool, display: int | None) -> QueryResult:
+    """A query's rows as the command wants them: written to `output`, streamed, or fetched (at most `display`)."""
+    from ducklake_cli.engine import run_query as run
+
+    if output is not None:
+        from ducklake_cli.engine.output import write_output
+
+        count = write_output(df, output)
+        return QueryResult(columns=tuple(df.columns), rows=(), output=output, row_count=count)
+    if stream:
+        rows = run.stream_rows(df)
+        return QueryResult(columns=rows.columns, rows=(), stream=rows)
+    got = run.fetch(df, display)
+    return QueryResult(columns=got.columns, rows=got.rows, truncated=got.truncated, row_count=got.row_count,
+                       encoders=got.encoders)
