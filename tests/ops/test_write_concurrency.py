@@ -127,16 +127,17 @@ def _aborted_file_rows(url: str) -> int:
 
 @pytest.mark.postgres
 @pytest.mark.spark
-def test_eight_concurrent_appends_all_land_on_postgres(pg_url: str, tmp_path: Path) -> None:
-    """8 simultaneous writers on one PostgreSQL table: all exit 0, 8 snapshots, exact rows."""
+def test_concurrent_appends_all_land_on_postgres(pg_url: str, tmp_path: Path) -> None:
+    """5 simultaneous writers on one PostgreSQL table (each a JVM: more only thrash 2 cores): all exit 0, 5
+    snapshots, exact rows."""
     data = tmp_path / "data"
     table_id, base = _seed("postgres", pg_url, data)
-    done = _race(pg_url, _inputs(tmp_path, 8), tmp_path / "logs")
+    done = _race(pg_url, _inputs(tmp_path, 5), tmp_path / "logs")
     failed = [(f.name, f.returncode, f.stderr[-2000:]) for f in done if f.returncode != 0]
     assert not failed, failed
     landed = _landed_snapshots(done)
-    assert len(landed) == 8
-    sys.stderr.write(f"postgres: 8 of 8 landed; {', '.join(f'{f.name} {f.seconds:.0f}s' for f in done)}; "
+    assert len(landed) == 5
+    sys.stderr.write(f"postgres: 5 of 5 landed; {', '.join(f'{f.name} {f.seconds:.0f}s' for f in done)}; "
                      f"{_aborted_file_rows(pg_url)} data-file rows inserted by attempts that rolled back\n")
     _check_lake("postgres", pg_url, data, table_id, landed, base=base)
 
