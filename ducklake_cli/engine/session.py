@@ -210,8 +210,7 @@ def build_session(
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(settings.app_name)
-    log_conf = Path(__file__).with_name("log4j2.properties")
-    quiet = f"-Dlog4j.configurationFile=file:{log_conf}"
+    quiet = _quiet_log_option()
     conf = {**DEFAULT_CONF, "spark.driver.extraJavaOptions": quiet, "spark.executor.extraJavaOptions": quiet,
             **dict(settings.conf), **REQUIRED_CONF}
     s3a = s3a_conf(storage_options or {})
@@ -224,6 +223,11 @@ def build_session(
     else:
         builder = builder.master(settings.master or "local[*]")
         conf.update(s3a_packages(conf, settings.data_path))
+        from ducklake_cli.engine.cds import driver_options
+
+        # The driver JVM maps the class-data sharing archive when there is a sound one (engine/cds.py).
+        if cds := driver_options(settings.conf, _spark_jars_dir()):
+            conf["spark.driver.extraJavaOptions"] = f"{conf['spark.driver.extraJavaOptions']} {cds}"
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
@@ -251,6 +255,15 @@ def build_session(
     if not settings.remote:  # Spark Connect's getOrCreate applied them already, in one request
         adopt(spark)  # an existing session (getOrCreate) may predate our settings
     return spark
+
+
+def _quiet_log_option() -> str:
+    return f"-Dlog4j.configurationFile=file:{Path(__file__).with_name('log4j2.properties')}"
+
+
+def driver_java_options(conf: Mapping[str, str]) -> str:
+    """The driver JVM's flags before class-data sharing: the user's `spark.driver.extraJavaOptions`, else ours."""
+    return conf.get("spark.driver.extraJavaOptions") or _quiet_log_option()
 
 
 def adopt(spark: SparkSession) -> SparkSession:
