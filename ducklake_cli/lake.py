@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Self
 from ducklake_cli.catalog.backends import Backend, backend_for
 from ducklake_cli.catalog.reader import MetadataReader
 from ducklake_cli.catalog.url import CatalogTarget, parse_catalog
+from ducklake_cli.engine.planning.plan_cache import PlanCache
 from ducklake_cli.errors import DuckLakeError
 from ducklake_cli.storage.files import ensure_dir
 
@@ -65,6 +66,8 @@ class Lake:
         self.read_only = read_only
         self._engine: Engine | None = None
         self._data_path: str | None = None
+        # Scan plans and DataFrames of committed snapshots, reused by this lake's later statements.
+        self.plan_cache = PlanCache()
 
     def __repr__(self) -> str:
         return f"Lake({self.target.display()})"
@@ -167,6 +170,7 @@ class Lake:
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None
+        self.plan_cache.clear()
 
     def __enter__(self) -> Self:
         return self

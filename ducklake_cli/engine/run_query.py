@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.engine.output import Encoder, RowStream
+from ducklake_cli.engine.planning.plan_cache import PlanCache
 from ducklake_cli.engine.planning.scan_plan import ScanPlan
 from ducklake_cli.engine.planning.sql_plan import SqlPlan
 from ducklake_cli.engine.session import spark_errors
@@ -18,19 +19,33 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-def register_views(spark: SparkSession, plan: SqlPlan) -> None:
-    """Create the plan's temp views on Spark: table scans, and lake views built on their own views."""
+def register_views(spark: SparkSession, plan: SqlPlan, cache: PlanCache | None = None) -> None:
+    """Create the plan's temp views on Spark: table scans, and lake views built on their own views. With the
+    lake's `cache`, a scan plan already built for this session reuses its DataFrame."""
     from ducklake_cli.engine.feed import feed_frame
-    from ducklake_cli.engine.scan import scan
 
     for name, feed, kind in plan.feeds:
         feed_frame(spark, feed, kind).createOrReplaceTempView(name)
     for name, source, with_rowid in plan.views:
         if isinstance(source, ScanPlan):
-            scan(spark, source, with_rowid=with_rowid).createOrReplaceTempView(name)
+            _scan_frame(spark, source, with_rowid, cache).createOrReplaceTempView(name)
         else:
-            register_views(spark, source)
+            register_views(spark, source, cache)
             _view_frame(spark, source).createOrReplaceTempView(name)
+
+
+def _scan_frame(spark: SparkSession, source: ScanPlan, with_rowid: bool, cache: PlanCache | None) -> DataFrame:
+    """The scan's DataFrame, built once per session for a plan the lake's cache holds (kept by identity and
+    checked on every hit: an id may be reused once its object is gone)."""
+    from ducklake_cli.engine.scan import scan
+
+    def build() -> tuple[ScanPlan, SparkSession, DataFrame]:
+        return source, spark, scan(spark, source, with_rowid=with_rowid)
+
+    if cache is None:
+        return build()[2]
+    return cache.get(("frame", id(spark), id(source), with_rowid), build,
+                     lambda kept: kept[0] is source and kept[1] is spark)[2]
 
 
 def _view_frame(spark: SparkSession, plan: SqlPlan) -> DataFrame:
@@ -66,11 +81,18 @@ def frame(spark: SparkSession, plan: SqlPlan, *, limit: int | None = None) -> Da
 
 
 def spark_plan(df: DataFrame) -> str:
-    """Spark's plan of a DataFrame as text (`query --explain`)."""
+    """Spark's plan of a DataFrame as text (`query --explain`); long literal arrays (driver-built delete masks)
+    shortened to their length."""
     try:
-        return str(df._jdf.queryExecution().toString())  # classic Spark
+        text = str(df._jdf.queryExecution().toString())  # classic Spark
     except Exception:  # Spark Connect has no _jdf; its explain prints instead of returning
         return "(Spark plan not available over Spark Connect; run with --master instead)"
+    return _LONG_ARRAY.sub(lambda m: f"[array of {m[0].count(',') + 1}{'' if m[0].endswith(']') else '+'} values]",
+                           text)
+
+
+# 16 numbers or more in brackets, whole or cut by Spark with "..." (in a scan's DataFilters).
+_LONG_ARRAY = re.compile(r"\[-?\d+(?:, ?-?\d+){15,}(?:\]|, ?-?\d*\.\.\.|-?\d*\.\.\.)")
 
 
 def stream_rows(df: DataFrame) -> RowStream:

@@ -44,7 +44,8 @@ def plan_sql(lake: Lake, reader: LakeReader, query: str, *, snapshot: Snapshot,
     from ducklake_cli.engine.planning import sql_plan
 
     return sql_plan.plan_sql(reader, query, snapshot=snapshot, data_path=reader.data_path,
-                             storage_options=lake.storage_options, bound=bound)
+                             storage_options=lake.storage_options, bound=bound,
+                             cache=None if bound else lake.plan_cache)
 
 
 def _plan(lake: Lake, query: str, at: SnapshotSelector) -> SqlPlan:
@@ -59,7 +60,7 @@ def sql_dataframe(lake: Lake, query: str, *, at: SnapshotSelector = LATEST,
 
     session = spark or lake.spark()
     plan = _plan(lake, query, at)
-    register_views(session, plan)
+    register_views(session, plan, lake.plan_cache)
     return frame(session, plan)
 
 
@@ -130,7 +131,7 @@ def run_query(
 
     spark = lake.spark()
     with spark_errors():
-        run.register_views(spark, plan)
+        run.register_views(spark, plan, lake.plan_cache)
     with spark_errors(), spark_progress(spark):
         if explain:
             scans = tuple({"table": p.table.qualified_name, "snapshot_id": p.snapshot_id,

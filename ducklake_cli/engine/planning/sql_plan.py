@@ -7,6 +7,7 @@ import datetime as dt
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import SchemaInfo, Snapshot, TableInfo
@@ -14,6 +15,7 @@ from ducklake_cli.catalog.reader import MetadataReader
 from ducklake_cli.catalog.snapshots import timestamp_or_none
 from ducklake_cli.engine.planning.counts import table_counts
 from ducklake_cli.engine.planning.feed_plan import FeedPlan
+from ducklake_cli.engine.planning.plan_cache import PlanCache
 from ducklake_cli.engine.planning.scan_plan import ScanPlan, plan_scan
 from ducklake_cli.errors import NotFoundError, QueryError
 
@@ -52,9 +54,11 @@ def _ref_snapshot(reader: MetadataReader, ref: TableRef, default: Snapshot) -> i
 
 
 def plan_sql(reader: MetadataReader, query: str, *, snapshot: Snapshot, data_path: str,
-             storage_options: Mapping[str, Any], bound: frozenset[str] = frozenset()) -> SqlPlan:
+             storage_options: Mapping[str, Any], bound: frozenset[str] = frozenset(),
+             cache: PlanCache | None = None) -> SqlPlan:
     """Resolve every table and view a statement reads, at `snapshot` unless a table says `VERSION`/`TIMESTAMP AS
-    OF`; a plain `count(*)` of one table is answered from metadata. `bound`: temp views the caller registers."""
+    OF`; a plain `count(*)` of one table is answered from metadata. `bound`: temp views the caller registers;
+    `cache`: the lake's plans of committed snapshots, used and filled."""
     from ducklake_cli.engine.planning.sql_rewrite import parse_query
 
     parsed = parse_query(query, bound=bound)
@@ -65,11 +69,17 @@ def plan_sql(reader: MetadataReader, query: str, *, snapshot: Snapshot, data_pat
                               schemas=reader.schemas(sid), storage_options=storage_options)
         return SqlPlan(spark_sql="", count_only=(parsed.plain_count_alias(), counts[table.table_id].live_rows))
     return _plan_refs(reader, parsed, snapshot=snapshot, data_path=data_path, storage_options=storage_options,
-                      depth=0)
+                      depth=0, cache=cache if cache is not None else PlanCache(0))
+
+
+def _catalog_at(reader: MetadataReader, sid: int) -> tuple[dict[str, TableInfo], list[SchemaInfo]]:
+    """The tables at a snapshot by lower-case qualified name (Spark and DuckDB resolve identifiers
+    case-insensitively), and its schemas."""
+    return {t.qualified_name.lower(): t for t in reader.tables(sid)}, reader.schemas(sid)
 
 
 def _plan_refs(reader: MetadataReader, parsed: ParsedQuery, *, snapshot: Snapshot, data_path: str,
-               storage_options: Mapping[str, Any], depth: int) -> SqlPlan:
+               storage_options: Mapping[str, Any], depth: int, cache: PlanCache) -> SqlPlan:
     from ducklake_cli.engine.planning.sql_rewrite import parse_query, suggest, transpile_view, view_column_aliases
 
     if depth > MAX_VIEW_DEPTH:
@@ -82,16 +92,16 @@ def _plan_refs(reader: MetadataReader, parsed: ParsedQuery, *, snapshot: Snapsho
             continue
         sid = _ref_snapshot(reader, ref, snapshot)
         if sid not in catalog_at:
-            # Spark and DuckDB resolve identifiers case-insensitively.
-            catalog_at[sid] = ({t.qualified_name.lower(): t for t in reader.tables(sid)}, reader.schemas(sid))
+            catalog_at[sid] = cache.get(("catalog", sid), partial(_catalog_at, reader, sid))
         tables, schemas = catalog_at[sid]
         view_name = f"__ducklake_{next(_view_ids)}"
         views[ref] = view_name
         wanted = ref.qualified.lower()
         if wanted in tables:
-            plan = plan_scan(reader, table=tables[wanted], snapshot_id=sid, data_path=data_path,
-                             schemas=schemas, predicates=parsed.predicates_for(ref),
-                             storage_options=storage_options)
+            predicates = tuple(parsed.predicates_for(ref))
+            plan = cache.get(("scan", sid, tables[wanted].table_id, predicates), partial(
+                plan_scan, reader, table=tables[wanted], snapshot_id=sid, data_path=data_path, schemas=schemas,
+                predicates=predicates, storage_options=storage_options))
             out.scans.append(plan)
             # A table's own column named rowid shadows the virtual one, as in DuckDB.
             with_rowid = parsed.uses_rowid() and all(c.name.lower() != "rowid" for c in plan.columns)
@@ -108,7 +118,7 @@ def _plan_refs(reader: MetadataReader, parsed: ParsedQuery, *, snapshot: Snapsho
         qualified = f"{view.schema_name}.{view.name}"
         text = transpile_view(view.sql or "", schema=view.schema_name, view=qualified)
         inner = _plan_refs(reader, parse_query(text), snapshot=reader.snapshot(sid), data_path=data_path,
-                           storage_options=storage_options, depth=depth + 1)
+                           storage_options=storage_options, depth=depth + 1, cache=cache)
         inner.view, inner.column_aliases = qualified, view_column_aliases(view.column_aliases)
         out.scans.extend(inner.scans)
         out.views.append((view_name, inner, False))
