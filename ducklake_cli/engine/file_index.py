@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import string
 import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -26,13 +27,26 @@ _LOG_VERSION = "v1"
 # Only a block-size hint in the log's FileStatus (Spark splits files by its own maxPartitionBytes).
 _BLOCK_SIZE = 128 << 20
 _LOCAL_FS = ("file:///", "file:/")
+_URI_PATH_CHARS = frozenset(string.ascii_letters + string.digits + "-_.!~*'()" + ":@&=+$," + ";/")
+
+
+def spark_path(path: str) -> str:
+    """The path Spark reads: `s3://` becomes Hadoop's `s3a://`."""
+    return "s3a://" + path[len("s3://"):] if path.startswith("s3://") else path
+
+
+def file_key(path: str) -> str:
+    """A file's path as Spark's `_metadata.file_path` spells it, without scheme and authority: illegal URI
+    characters, `%` included, percent-encoded (as Hadoop's Path→URI does); non-ASCII kept."""
+    if "://" in path:
+        rest = path.split("://", 1)[1]
+        path = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+    return "".join(ch if ch in _URI_PATH_CHARS or ord(ch) > 127 else f"%{ord(ch):02X}" for ch in path)
 
 
 def read_parquet(spark: SparkSession, reader: DataFrameReader, files: Sequence[tuple[str, int]]) -> DataFrame:
     """`reader.parquet` of these files (catalog paths, sizes in bytes) without asking the file system for either;
     the same rows and `_metadata.file_path`s as the plain read, which is used wherever the log cannot stand in."""
-    from ducklake_cli.engine.scan import spark_path  # scan imports this module
-
     uris = _log_uris(spark, reader, files)
     if uris is None:
         return reader.parquet(*[spark_path(p) for p, _ in files])
@@ -47,8 +61,6 @@ def read_parquet(spark: SparkSession, reader: DataFrameReader, files: Sequence[t
 
 def file_uri(path: str) -> str | None:
     """The URI Spark gives a catalog path once qualified (`_metadata.file_path`), or None if we cannot tell it."""
-    from ducklake_cli.engine.scan import file_key, spark_path
-
     path = spark_path(path)
     if path.startswith("/"):
         return "file:" + file_key(path)
@@ -62,16 +74,29 @@ def file_uri(path: str) -> str | None:
 def _log_uris(spark: SparkSession, reader: DataFrameReader, files: Sequence[tuple[str, int]]) -> list[
         tuple[str, int]] | None:
     """Each distinct file's URI and size, or None where the plain read must be used: Spark Connect (the driver,
-    and its disk, are elsewhere), few files, a size the catalog does not know, a path we cannot qualify."""
+    and its disk, are elsewhere), few files, a size the catalog does not know, a path we cannot qualify, a local
+    file that is not there (Spark's own read then names it).
+
+    Spark assigns row groups to splits by the size it is given, so a size below the real one would drop row
+    groups. Local files are therefore measured here (a stat costs microseconds; DuckDB too reads a local file
+    whatever size the catalog records); object-store files take the catalog's size, which DuckDB and we write
+    from the file written (`ducklake verify` compares them)."""
     if len(files) < MIN_FILES or not hasattr(reader, "_jreader"):
         return None
     out: dict[str, int] = {}
     local = False
     for path, size in files:
         uri = file_uri(path)
-        if uri is None or size <= 0:
+        if uri is None:
             return None
-        local = local or uri.startswith("file:")
+        if uri.startswith("file:"):
+            local = True
+            try:
+                size = os.stat(spark_path(path)).st_size
+            except OSError:
+                return None
+        if size <= 0:
+            return None
         out.setdefault(uri, size)
     # An absolute path without a scheme is on fs.defaultFS: only a local default makes it a `file:` URI.
     if local and not _default_fs_is_local(spark):

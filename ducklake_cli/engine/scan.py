@@ -1,31 +1,32 @@
 """Turn a scan plan into a Spark DataFrame with exactly the rows DuckDB returns (spec §3.5-3.7, §4).
 
 Data is never collected to the driver: files are read by executors (by Parquet field id), deletes are applied
-with an anti-join on (data file, row position), and only inlined rows, which live in the catalog, start on the
-driver.
+as 64-bit masks of 64-row blocks (built on the driver into a literal when the files with deletes are small enough,
+`engine.delete_masks`; else folded by the executors and joined by block), and only inlined rows, which live in the
+catalog, start on the driver.
 """
 
 from __future__ import annotations
 
-import string
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import ColumnInfo, NameMapping
 from ducklake_cli.catalog.partitions import HIVE_NULL
 from ducklake_cli.catalog.types import (
-    DELETE_FILE_PATH_ID,
     DELETE_POS_ID,
     ROW_ID_COLUMN,
     ROW_ID_FIELD_ID,
     SNAPSHOT_ID_COLUMN,
     SNAPSHOT_ID_FIELD_ID,
 )
+from ducklake_cli.engine import delete_masks
+from ducklake_cli.engine.file_index import file_key, spark_path
 from ducklake_cli.engine.planning.scan_plan import FileSource, MappedField, ScanPlan, mapping_tree, needs_fallback
 from ducklake_cli.engine.spark_types import FIELD_ID_KEY, spark_field, spark_type
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
     from pyspark.sql.types import DataType
 
 ROWID = "rowid"
@@ -33,21 +34,16 @@ ROWID = "rowid"
 FILE_ID = "__ducklake_file_id"
 POSITION = "__ducklake_pos"
 ROW_ID = "__ducklake_rowid"
-_URI_PATH_CHARS = frozenset(string.ascii_letters + string.digits + "-_.!~*'()" + ":@&=+$," + ";/")
-
-
-def spark_path(path: str) -> str:
-    """The path Spark reads: `s3://` becomes Hadoop's `s3a://`."""
-    return "s3a://" + path[len("s3://"):] if path.startswith("s3://") else path
-
-
-def file_key(path: str) -> str:
-    """A file's path as Spark's `_metadata.file_path` spells it, without scheme and authority: illegal URI
-    characters, `%` included, percent-encoded (as Hadoop's Path→URI does); non-ASCII kept."""
-    if "://" in path:
-        rest = path.split("://", 1)[1]
-        path = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
-    return "".join(ch if ch in _URI_PATH_CHARS or ord(ch) > 127 else f"%{ord(ch):02X}" for ch in path)
+# Files whose rows need their location (deletes, row ids, snapshot filters, defaults) are read one DataFrame per
+# file, file id and position as literals, up to this many; more are read together and matched to their file by
+# path on every row (a regular expression per row: ~4x the cost of the read itself).
+PER_FILE_READS = 16
+# Deletes too large for driver-built masks become one 64-bit mask per 64-row block with a deletion, folded on the
+# executors; masks are broadcast up to this many blocks (16 bytes each in the driver JVM), above that joined by a
+# shuffle. The driver never holds the positions themselves.
+BROADCAST_MASK_BLOCKS = 2_000_000
+_BLOCK_BITS = delete_masks.BLOCK_BITS
+_ORD_SHIFT = 34  # block key = file ordinal << 34 | position >> 6: files of up to 2^40 rows
 
 
 def _spark_key(column: Column) -> Column:
@@ -79,7 +75,7 @@ def _read_native(
     would read every row's index and build a per-row struct for nothing."""
     from pyspark.sql import functions as F
 
-    df = spark.read.schema(_data_schema(columns)).parquet(*[spark_path(f.path) for f in files])  # type: ignore[arg-type]
+    df = _parquet(spark, spark.read.schema(_data_schema(columns)), files)  # type: ignore[arg-type]
     names = [_col_name(c.column_id) for c in columns]
     if not keyed:
         return df.select(*names)
@@ -96,7 +92,15 @@ def _read_direct(spark: SparkSession, files: Sequence[FileSource], columns: Sequ
     from pyspark.sql import types as T
 
     schema = T.StructType([spark_field(c) for c in columns])
-    return spark.read.schema(schema).parquet(*[spark_path(f.path) for f in files])
+    return _parquet(spark, spark.read.schema(schema), files)
+
+
+def _parquet(spark: SparkSession, reader: DataFrameReader, files: Sequence[FileSource]) -> DataFrame:
+    """`reader.parquet` of these data files, their sizes taken from the catalog: Spark neither stats nor lists
+    them (one request per file on S3)."""
+    from ducklake_cli.engine.file_index import read_parquet
+
+    return read_parquet(spark, reader, [(f.path, f.file_size_bytes) for f in files])
 
 
 def _mapped_type(col: ColumnInfo, node: MappedField | None) -> DataType:
@@ -145,7 +149,7 @@ def _read_mapped(
     else:
         read_fields = [T.StructField(node.name, _mapped_type(c, node), True)
                        for c in columns if (node := tree.get(c.column_id)) is not None and not node.is_partition]
-        df = spark.read.schema(T.StructType(read_fields)).parquet(*[spark_path(f.path) for f in files])
+        df = _parquet(spark, spark.read.schema(T.StructType(read_fields)), files)
         key, pos = _spark_key(F.col("_metadata.file_path")), F.col("_metadata.row_index")
     selects = []
     for c in columns:
@@ -180,25 +184,58 @@ def _default(col: ColumnInfo, defaults: Mapping[int, object] | None = None) -> C
     return F.lit(col.initial_default).cast(spark_type(col))
 
 
-def _file_info(spark: SparkSession, plan: ScanPlan, groups: Sequence[Sequence[FileSource]]) -> DataFrame:
+def _file_info(spark: SparkSession, plan: ScanPlan, groups: Sequence[Sequence[FileSource]],
+               mask_offsets: Mapping[int, int]) -> DataFrame:
     """One row per data file, keyed by (file key, read group): a path registered twice is read once per group and
-    joined to each of its data files, so every copy keeps its own file id, row ids and snapshot."""
+    joined to each of its data files, so every copy keeps its own file id, row ids and snapshot; `__off` is where
+    its blocks start in the driver-built delete masks (-1: none)."""
     from pyspark.sql import types as T
 
-    defaulted = sorted({cid for missing in plan.missing_columns.values() for cid in missing})
+    defaulted = _defaulted(plan)
     schema = T.StructType([
         T.StructField("__key", T.StringType()), T.StructField("__grp", T.LongType()),
         T.StructField("__file_id", T.LongType()),
         T.StructField("__row_id_start", T.LongType()), T.StructField("__snap_filter", T.BooleanType()),
-        T.StructField("__begin", T.LongType()),
+        T.StructField("__begin", T.LongType()), T.StructField("__ord", T.LongType()),
+        T.StructField("__off", T.LongType()),
         *[T.StructField(f"__missing_{cid}", T.BooleanType()) for cid in defaulted],
     ])
+    ords = _ordinals(plan)
     rows = [
         (file_key(f.path), grp, f.data_file_id, f.row_id_start, f.needs_snapshot_filter, f.begin_snapshot,
+         ords[f.data_file_id], mask_offsets.get(f.data_file_id, -1),
          *[cid in plan.missing_columns.get(f.data_file_id, ()) for cid in defaulted])
         for grp, files in enumerate(groups) for f in files
     ]
     return _local_frame(spark, schema, rows)
+
+
+def _ordinals(plan: ScanPlan) -> dict[int, int]:
+    """Each data file's position in the plan: a small number for the delete masks' block keys."""
+    return {f.data_file_id: i for i, f in enumerate(plan.files)}
+
+
+def _defaulted(plan: ScanPlan) -> list[int]:
+    """Columns some files lack and read as their initial default."""
+    return sorted({cid for missing in plan.missing_columns.values() for cid in missing})
+
+
+def _read_located(spark: SparkSession, plan: ScanPlan, f: FileSource, columns: Sequence[ColumnInfo], ordinal: int,
+                  mask_offset: int) -> DataFrame:
+    """One file with field ids, its `_file_info` columns as literals: no per-row lookup of the file."""
+    from pyspark.sql import functions as F
+
+    df = spark.read.schema(_data_schema(columns)).parquet(spark_path(f.path))  # type: ignore[arg-type]
+    info = {"__file_id": f.data_file_id, "__row_id_start": f.row_id_start, "__begin": f.begin_snapshot,
+            "__ord": ordinal, "__off": mask_offset}
+    missing = plan.missing_columns.get(f.data_file_id, ())
+    return df.select(
+        *[_col_name(c.column_id) for c in columns], ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN,
+        F.col("_metadata.row_index").alias("__pos"),
+        *[F.lit(v).cast("bigint").alias(k) for k, v in info.items()],
+        F.lit(f.needs_snapshot_filter).alias("__snap_filter"),
+        *[F.lit(cid in missing).alias(f"__missing_{cid}") for cid in _defaulted(plan)],
+    )
 
 
 def _distinct_paths(files: Sequence[FileSource]) -> list[FileSource]:
@@ -221,46 +258,102 @@ def _local_frame(spark: SparkSession, schema: Any, rows: Sequence[tuple[Any, ...
     return spark.createDataFrame(table, schema)
 
 
-def _deletes(spark: SparkSession, plan: ScanPlan, extra: DataFrame | None) -> DataFrame | None:
-    """(data file id, position) of every row deleted at the snapshot, plus `extra` (a script's own deletes)."""
+def _deleted_positions(spark: SparkSession, plan: ScanPlan, extra: DataFrame | None) -> DataFrame | None:
+    """(file ordinal, position) of every row deleted at the snapshot, plus `extra` (a script's own deletes)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
+    ords = _ordinals(plan)
+    pair = T.StructType([T.StructField("__ord", T.LongType()), T.StructField("__pos", T.LongType())])
     parts: list[DataFrame] = []
     parquet = [f for f in plan.files if f.delete is not None and f.delete.format == "parquet"]
     if parquet:
         schema = T.StructType([
-            T.StructField("file_path", T.StringType(), True, {FIELD_ID_KEY: DELETE_FILE_PATH_ID}),
             T.StructField("pos", T.LongType(), True, {FIELD_ID_KEY: DELETE_POS_ID}),
             T.StructField("snap", T.LongType(), True, {FIELD_ID_KEY: SNAPSHOT_ID_FIELD_ID}),
         ])
-        info = _local_frame(spark, T.StructType([T.StructField("__dkey", T.StringType()),
-                                                 T.StructField("__file_id", T.LongType())]),
-                            [(file_key(f.delete.path), f.data_file_id) for f in parquet if f.delete is not None])
-        raw = spark.read.schema(schema).parquet(*[spark_path(f.delete.path) for f in parquet if f.delete])
-        keyed = raw.select(
-            _spark_key(F.col("_metadata.file_path")).alias("__dkey"), F.col("pos"), F.col("snap")
-        ).where(F.col("snap").isNull() | (F.col("snap") <= F.lit(plan.snapshot_id)))
-        parts.append(keyed.join(F.broadcast(info), "__dkey").select("__file_id", F.col("pos").alias("__pos")))
-    local = [(f.data_file_id, pos) for f in plan.files for pos in f.inlined_deletes]
+        live = F.col("snap").isNull() | (F.col("snap") <= F.lit(plan.snapshot_id))
+        if len(parquet) <= PER_FILE_READS:  # each delete file read alone, its data file a literal
+            parts.extend(spark.read.schema(schema).parquet(spark_path(f.delete.path)).where(live)
+                         .select(F.lit(ords[f.data_file_id]).cast("bigint").alias("__ord"), F.col("pos").alias("__pos"))
+                         for f in parquet if f.delete is not None)
+        else:
+            info = _local_frame(spark, T.StructType([T.StructField("__dkey", T.StringType()),
+                                                     T.StructField("__ord", T.LongType())]),
+                                [(file_key(f.delete.path), ords[f.data_file_id]) for f in parquet if f.delete])
+            raw = spark.read.schema(schema).parquet(*[spark_path(f.delete.path) for f in parquet if f.delete])
+            keyed = raw.where(live).select(_spark_key(F.col("_metadata.file_path")).alias("__dkey"), F.col("pos"))
+            parts.append(keyed.join(F.broadcast(info), "__dkey").select("__ord", F.col("pos").alias("__pos")))
+    local = [(ords[f.data_file_id], pos) for f in plan.files for pos in f.inlined_deletes]
     puffin = [f for f in plan.files if f.delete is not None and f.delete.format == "puffin"]
     if puffin:
         from ducklake_cli.storage.deletion_vector import read_deletion_vector
 
         for f in puffin:
             assert f.delete is not None
-            local.extend((f.data_file_id, pos) for pos in read_deletion_vector(f.delete.path, plan.storage_options))
+            ordinal = ords[f.data_file_id]
+            local.extend((ordinal, pos) for pos in read_deletion_vector(f.delete.path, plan.storage_options))
     if local:
-        parts.append(_local_frame(spark, T.StructType([T.StructField("__file_id", T.LongType()),
-                                                       T.StructField("__pos", T.LongType())]), local))
+        parts.append(_local_frame(spark, pair, local))
     if extra is not None:
-        parts.append(extra.select(F.col(FILE_ID).alias("__file_id"), F.col(POSITION).alias("__pos")))
-    if not parts:
-        return None
+        by_id = _local_frame(spark, T.StructType([T.StructField("__fid", T.LongType()),
+                                                  T.StructField("__ord", T.LongType())]), list(ords.items()))
+        parts.append(extra.select(F.col(FILE_ID).alias("__fid"), F.col(POSITION).alias("__pos"))
+                     .join(F.broadcast(by_id), "__fid").select("__ord", "__pos"))
+    return _union(parts) if parts else None
+
+
+def _union(parts: Sequence[DataFrame]) -> DataFrame:
+    """The parts' rows together, columns matched by name."""
     out = parts[0]
     for p in parts[1:]:
         out = out.unionByName(p)
     return out
+
+
+def _block(ordinal: Column, pos: Column) -> Column:
+    """A 64-row block's key: the file's ordinal in the plan and the block's number in the file."""
+    from pyspark.sql import functions as F
+
+    return F.shiftleft(ordinal, _ORD_SHIFT) + F.shiftright(pos, _BLOCK_BITS)
+
+
+def _delete_masks(positions: DataFrame) -> DataFrame:
+    """Deleted positions folded on the executors into one 64-bit mask per block: the join side is at most one
+    row per 64 data rows, however many rows were deleted."""
+    from pyspark.sql import functions as F
+
+    return positions.groupBy(_block(F.col("__ord"), F.col("__pos")).alias("__blk")).agg(
+        F.expr(f"bit_or(shiftleft(1L, cast(__pos & {(1 << _BLOCK_BITS) - 1} AS INT)))").alias("__mask"))
+
+
+def _mask_blocks(plan: ScanPlan, *, extra: bool) -> int:
+    """The most mask rows the deletes can make: 64-row blocks of the files that have deletes (of every file when a
+    script's own deletes may hit any)."""
+    return sum(delete_masks.blocks(f.record_count) for f in plan.files
+               if extra or f.delete is not None or f.inlined_deletes)
+
+
+def _not_masked(masks: Column) -> Column:
+    """True for a row (`__off`, `__pos`) whose bit in the driver-built masks is clear, or whose file has none."""
+    from pyspark.sql import functions as F
+
+    off, pos = F.col("__off"), F.col("__pos")
+    mask = F.element_at(masks, (off + F.shiftright(pos, _BLOCK_BITS) + 1).cast("int"))
+    return F.when(off < 0, F.lit(True)).otherwise(F.getbit(mask, (pos % (1 << _BLOCK_BITS)).cast("int")) == 0)
+
+
+def _without_deleted(data: DataFrame, plan: ScanPlan, positions: DataFrame, *, extra: bool) -> DataFrame:
+    """`data` (`__ord`, `__pos` per row) without the deleted rows: a hash join on the row's block, then its bit.
+    Small mask sets are broadcast (no shuffle of the data); larger ones are joined by a shuffle."""
+    from pyspark.sql import functions as F
+
+    masks = _delete_masks(positions)
+    if _mask_blocks(plan, extra=extra) <= BROADCAST_MASK_BLOCKS:
+        masks = F.broadcast(masks)
+    bit = F.expr(f"bit_get(__mask, cast(__pos & {(1 << _BLOCK_BITS) - 1} AS INT))")
+    joined = data.withColumn("__blk", _block(F.col("__ord"), F.col("__pos"))).join(masks, "__blk", "left")
+    return joined.where(F.col("__mask").isNull() | (bit == 0)).drop("__blk", "__mask")
 
 
 def conform(value: Column, old: ColumnInfo, new: ColumnInfo) -> Column:
@@ -348,19 +441,37 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_
             by_mapping.setdefault(f.mapping_id, []).append(f)
 
     missing = {cid for m in plan.missing_columns.values() for cid in m}
-    deletes = _deletes(spark, plan, extra_deletes) if plan.files else None
+    # Deletes as masks built on the driver when they are few enough, else folded into masks by the executors.
+    masks = delete_masks.build(spark, plan) if plan.files and extra_deletes is None else None
+    deletes = _deleted_positions(spark, plan, extra_deletes) if plan.files and masks is None else None
+    mask_offsets = masks.offsets if masks is not None else {}
     snap_filter = any(f.needs_snapshot_filter for f in plan.files)
     shared_path = len({f.path for f in plan.files}) < len(plan.files)  # one file registered twice: read per copy
-    keyed = (with_rowid or with_lineage or with_location or snap_filter or bool(missing) or deletes is not None
-             or shared_path)
     fallback = any(needs_fallback(c) for c in columns)
-    if plain and not keyed and not by_mapping and not plan.inlined and not fallback:
-        return _read_direct(spark, plain, columns)
-    groups: list[list[FileSource]] = []  # one read per group, each path once
+    # Every row needs its file and position when row ids are shown or a script's deletes may hit any file;
+    # otherwise only the rows of files with deletes, snapshot filters or defaulted columns do.
+    all_located = with_rowid or with_lineage or with_location or extra_deletes is not None or shared_path or fallback
+    located: list[FileSource] = []
+    free: list[FileSource] = []
+    for f in plain:
+        needs = (all_located or f.delete is not None or bool(f.inlined_deletes) or f.needs_snapshot_filter
+                 or bool(plan.missing_columns.get(f.data_file_id)))
+        (located if needs else free).append(f)
+    if free and not located and not by_mapping and not plan.inlined:
+        return _read_direct(spark, free, columns)
+    if free:
+        parts.append(_read_native(spark, free, columns, keyed=False)
+                     .select(*names, F.lit(None).cast("bigint").alias("__rowid")))
+    groups: list[list[FileSource]] = []  # bulk reads matched to their files by path: one per group, each path once
     raw_parts: list[DataFrame] = []
-    if plain:
-        groups.append(plain)
-        reads = _distinct_paths(plain)
+    by_file: list[DataFrame] = []
+    if located and not fallback and not shared_path and len(located) <= PER_FILE_READS:
+        ords = _ordinals(plan)
+        by_file = [_read_located(spark, plan, f, columns, ords[f.data_file_id], mask_offsets.get(f.data_file_id, -1))
+                   for f in located]
+    elif located:
+        groups.append(located)
+        reads = _distinct_paths(located)
         if fallback:
             from ducklake_cli.engine.fallback import read_files
 
@@ -371,7 +482,7 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_
                 ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN, F.col("__file").alias("__key"), "__pos",
             ))
         else:
-            raw_parts.append(_read_native(spark, reads, columns, keyed=keyed))
+            raw_parts.append(_read_native(spark, reads, columns, keyed=True))
     for mapping_id, files in by_mapping.items():
         mapping = plan.name_mappings.get(mapping_id, ())
         for pyarrow in (False, True):
@@ -381,34 +492,31 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_
                 raw_parts.append(_read_mapped(spark, _distinct_paths(group), columns, mapping, plan.defaults,
                                               pyarrow=pyarrow, storage_options=plan.storage_options))
 
-    if raw_parts:
-        if keyed:
-            raw_parts = [p.withColumn("__grp", F.lit(g).cast("bigint")) for g, p in enumerate(raw_parts)]
-        else:
-            raw_parts = [p.select(*names) for p in raw_parts]
-        data = raw_parts[0]
-        for p in raw_parts[1:]:
-            data = data.unionByName(p)
-        if not keyed:
-            # The common case (no deletes, defaults, partial files or row ids): no per-row file lookup at all.
-            parts.append(data.select(*names, F.lit(None).cast("bigint").alias("__rowid")))
-        else:
-            data = data.join(F.broadcast(_file_info(spark, plan, groups)), ["__key", "__grp"])
-            if snap_filter:
-                data = data.where(~F.col("__snap_filter") | (F.col(SNAPSHOT_ID_COLUMN) <= F.lit(plan.snapshot_id)))
-            if deletes is not None:
-                data = data.join(deletes, ["__file_id", "__pos"], "left_anti")
-            selects = []
-            for c in columns:
-                value = F.col(_col_name(c.column_id))
-                if c.column_id in missing:
-                    value = F.when(F.col(f"__missing_{c.column_id}"), _default(c, plan.defaults)).otherwise(value)
-                selects.append(value.alias(_col_name(c.column_id)))
-            rowid = F.coalesce(F.col(ROW_ID_COLUMN), F.col("__row_id_start") + F.col("__pos"))
-            lineage = [rowid.alias(ROW_ID_COLUMN), F.coalesce(F.col(SNAPSHOT_ID_COLUMN), F.col("__begin"))
-                       .alias(SNAPSHOT_ID_COLUMN)] if with_lineage else []
-            location = [F.col("__file_id").alias(FILE_ID), F.col("__pos").alias(POSITION)] if with_location else []
-            parts.append(data.select(*selects, rowid.alias("__rowid"), *lineage, *location))
+    if raw_parts or by_file:
+        located_parts = list(by_file)
+        if raw_parts:
+            bulk = _union([p.withColumn("__grp", F.lit(g).cast("bigint")) for g, p in enumerate(raw_parts)])
+            located_parts.append(bulk.join(F.broadcast(_file_info(spark, plan, groups, mask_offsets)),
+                                           ["__key", "__grp"])
+                                 .drop("__key", "__grp"))
+        data = _union(located_parts)
+        if snap_filter:
+            data = data.where(~F.col("__snap_filter") | (F.col(SNAPSHOT_ID_COLUMN) <= F.lit(plan.snapshot_id)))
+        if masks is not None:
+            data = data.where(_not_masked(masks.literal(spark)))
+        if deletes is not None:
+            data = _without_deleted(data, plan, deletes, extra=extra_deletes is not None)
+        selects = []
+        for c in columns:
+            value = F.col(_col_name(c.column_id))
+            if c.column_id in missing:
+                value = F.when(F.col(f"__missing_{c.column_id}"), _default(c, plan.defaults)).otherwise(value)
+            selects.append(value.alias(_col_name(c.column_id)))
+        rowid = F.coalesce(F.col(ROW_ID_COLUMN), F.col("__row_id_start") + F.col("__pos"))
+        lineage = [rowid.alias(ROW_ID_COLUMN), F.coalesce(F.col(SNAPSHOT_ID_COLUMN), F.col("__begin"))
+                   .alias(SNAPSHOT_ID_COLUMN)] if with_lineage else []
+        location = [F.col("__file_id").alias(FILE_ID), F.col("__pos").alias(POSITION)] if with_location else []
+        parts.append(data.select(*selects, rowid.alias("__rowid"), *lineage, *location))
     if not with_lineage:
         inlined = _inlined(spark, plan, gone_inlined)
         if with_location:
@@ -424,9 +532,7 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_
         if with_location:
             return result.select("*", *[F.lit(None).cast("bigint").alias(n) for n in (FILE_ID, POSITION, ROW_ID)])
         return result.withColumn(ROWID, F.lit(None).cast("bigint")) if with_rowid else result
-    result = parts[0]
-    for p in parts[1:]:
-        result = result.unionByName(p)
+    result = _union(parts)
     out = [F.col(n).alias(c.name) for n, c in zip(names, columns, strict=True)]
     if with_rowid:
         out.append(F.col("__rowid").alias(ROWID))

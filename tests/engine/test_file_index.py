@@ -130,3 +130,21 @@ def test_s3_same_as_plain_read(tmp_path: Path) -> None:
     assert result["index"] == "MetadataLogFileIndex"
     assert result["ours"] == result["plain"] and len(result["plain"]) == 5 * (len(NAMES) - 1)
     assert all(r[1].startswith(f"s3a://{s3.bucket}/{s3.prefix}/") for r in result["plain"])
+
+
+@pytest.mark.spark
+def test_local_sizes_are_measured_not_taken_from_the_catalog(spark: SparkSession, tmp_path: Path) -> None:
+    """Spark assigns row groups to splits by the size it is given: an understated catalog size would drop the last
+    row groups, so local files are stat-ed (as DuckDB reads them whatever the catalog says)."""
+    from pyspark.sql import types as T
+
+    paths = []
+    for i in range(2):
+        path = tmp_path / f"f{i}.parquet"
+        pq.write_table(pa.table({"id": list(range(i * 100_000, (i + 1) * 100_000))}), path, row_group_size=10_000)
+        paths.append(path)
+    understated = [(str(p), p.stat().st_size // 3) for p in paths]
+    reader = spark.read.schema(T.StructType([T.StructField("id", T.LongType())]))
+    df = read_parquet(spark, reader, understated)
+    assert df.agg({"id": "count"}).collect()[0][0] == 200_000
+    assert df.agg({"id": "sum"}).collect()[0][0] == sum(range(200_000))
