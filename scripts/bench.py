@@ -6,6 +6,7 @@
     python scripts/bench.py --sf 0.1 --reps 5  # any scale factor / number of runs per figure
     python scripts/bench.py --report-only bench/results/2026-11-30-full.json   # re-render REPORT.md and the chart
     python scripts/bench.py --only dml --add-to bench/results/2026-11-30-full.json   # one section into a result
+    python scripts/bench.py --quick --results /tmp/r --report-dir /tmp/r   # a trial run, bench/ untouched
 
 Every figure is the median of `--reps` runs (≥ 3); in each round every engine runs once, in a rotating order, on the
 same data in the same Spark session (`local[2]`), so load from other processes hits all engines alike. Results go
@@ -17,12 +18,17 @@ Engines: **ours** = `Lake.sql(…)` (catalog read, scan planning, temp views, Sp
 ducklake-dataframe) per run, then the same Spark SQL. The DML section (`scripts/bench_dml.py`) runs DELETE, UPDATE
 and MERGE on fresh copies of a lineitem lake; its floor is plain Spark writing the same files without a catalog.
 The history section (`scripts/bench_history.py`) times the change feed over 1,000+ snapshots against DuckDB's;
-`verify` and `verify --deep` are timed with the other metadata commands on the 10,001-file catalog.
+`verify` and `verify --deep` are timed with the other metadata commands on the 10,001-file catalog. The scans section
+reads lineitem copies with 10% and 50% of the rows deleted; planning_s3 (`scripts/bench_planning_s3.py`) plans the
+planning section's table copied to S3 (SeaweedFS: its own `weed mini` unless DUCKLAKE_TEST_S3 names one); coldstart
+(`scripts/bench_coldstart.py`) times a first query in a fresh process with and without class-data sharing.
+Sections: tpch, scans, planning, planning_s3, write, metadata, dml, history, coldstart (`--only a,b`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import importlib.util
 import json
@@ -62,6 +68,8 @@ bd = _sibling("bench_duckdb")
 bench_report = _sibling("bench_report")
 bench_dml = _sibling("bench_dml")
 bench_history = _sibling("bench_history")
+bench_planning_s3 = _sibling("bench_planning_s3")
+bench_coldstart = _sibling("bench_coldstart")
 
 ROOT = Path(__file__).resolve().parent.parent
 Fn = Callable[[], Any]
@@ -70,6 +78,7 @@ ALL_QUERIES = tuple(range(1, 23))
 QUICK_QUERIES = (1, 3, 6, 10, 12, 14)
 # Lake B (files written by us) repeats the cheaper half: what differs there is the files, not the plans.
 LAKE_B_QUERIES = (1, 3, 4, 5, 6, 10, 12, 14, 19)
+SECTIONS = ("tpch", "scans", "planning", "planning_s3", "write", "metadata", "dml", "history", "coldstart")
 
 
 @dataclass(frozen=True)
@@ -227,10 +236,12 @@ class Lakes:
     del_before: int = 0
     del_after: int = 0
     deleted_fraction: float = 0.0
+    deleted_fraction_50: float = 0.0
 
 
 def build_lakes(s: Settings, work: Path, setup: dict[str, float]) -> Lakes:
-    """TPC-H via dbgen; lake A by DuckDB's ducklake (CTAS), lake B by `ducklake write`; a 10%-deleted copy in A."""
+    """TPC-H via dbgen; lake A by DuckDB's ducklake (CTAS), lake B by `ducklake write`; 10%- and 50%-deleted
+    copies of lineitem in A."""
     con = bd.connect()
     start = time.perf_counter()
     bd.generate_tpch(con, s.sf)
@@ -252,13 +263,20 @@ def build_lakes(s: Settings, work: Path, setup: dict[str, float]) -> Lakes:
     setup["load_a_duckdb_s"] = time.perf_counter() - start
     con.execute("CREATE TABLE lake.lineitem_del AS SELECT * FROM memory.main.lineitem")
     lakes.del_before = bd.latest_snapshot(con, "lake")
-    total = con.execute("SELECT count(*) FROM lake.lineitem_del").fetchone()
-    deleted = con.execute("DELETE FROM lake.lineitem_del WHERE l_orderkey % 10 = 0").fetchone()
+    lakes.deleted_fraction = _delete(con, "lineitem_del", "l_orderkey % 10 = 0")
     lakes.del_after = bd.latest_snapshot(con, "lake")
-    lakes.deleted_fraction = (deleted[0] if deleted else 0) / (total[0] if total else 1)
+    con.execute("CREATE TABLE lake.lineitem_del50 AS SELECT * FROM memory.main.lineitem")
+    lakes.deleted_fraction_50 = _delete(con, "lineitem_del50", "l_orderkey % 2 = 0")
     con.execute("DETACH lake")
     con.close()
     return lakes
+
+
+def _delete(con: Any, table: str, where: str) -> float:
+    """DELETE from a table of lake A by DuckDB; the fraction of its rows deleted."""
+    total = con.execute(f"SELECT count(*) FROM lake.{table}").fetchone()
+    deleted = con.execute(f"DELETE FROM lake.{table} WHERE {where}").fetchone()
+    return (deleted[0] if deleted else 0) / (total[0] if total and total[0] else 1)
 
 
 def load_lake_b(lakes: Lakes, spark_lake: Callable[[Path], Lake], setup: dict[str, float]) -> None:
@@ -305,6 +323,9 @@ def tpch(s: Settings, lakes: Lakes, spark: SparkSession, lake: Lake, catalog: Pa
         q = lakes.queries[n]
         fns: dict[str, Fn] = {
             "ours": partial(_collect, lake.sql, q),
+            # The floor's views list their files once, before timing; `ours` likewise reuses the lake's plans of
+            # this snapshot (plan cache). `ours_first` plans everything anew, as a lake's first statement.
+            "ours_first": partial(_first_statement, lake, q),
             "floor": partial(_collect, spark.sql, floor_q[n]),
             "duckdb": partial(_fetch, con, q),
         }
@@ -315,6 +336,12 @@ def tpch(s: Settings, lakes: Lakes, spark: SparkSession, lake: Lake, catalog: Pa
         log(f"  tpch {tag} q{n:02d}: {_summary(stats)}")
     con.close()
     return {"queries": out, "adapted": {str(k): v for k, v in lakes.adapted.items()}}
+
+
+def _first_statement(lake: Lake, query: str) -> Any:
+    """`lake.sql(query)` collected with the lake's plan cache emptied first."""
+    lake.plan_cache.clear()
+    return lake.sql(query).collect()
 
 
 def _collect(run: Callable[[str], Any], query: str) -> Any:
@@ -338,25 +365,33 @@ def _ddf_query(spark: SparkSession, catalog: Path, tables: Sequence[str], prefix
 
 
 def scans(s: Settings, lakes: Lakes, spark: SparkSession, lake: Lake) -> dict[str, Any]:
-    """A table with 10% of its rows deleted, and the same table before the delete (time travel)."""
+    """Tables with 10% and 50% of their rows deleted, and the 10% one before the delete (time travel)."""
     con = bd.connect()
     bd.attach(con, lakes.a_catalog, lakes.a_catalog.parent / "data")
-    files = bd.lake_files(con, "lake", "lineitem_del")
     agg = "count(*) AS n, sum(l_quantity) AS q, sum(l_extendedprice) AS p"
-    spark.read.parquet(*files).createOrReplaceTempView("floor_lineitem_del")
-    out: dict[str, Any] = {"deleted_fraction": lakes.deleted_fraction, "files": len(files)}
-    for name, ours_sql, duck_sql, version in (
-        ("deleted_10pct", f"SELECT {agg} FROM lineitem_del", f"SELECT {agg} FROM lake.lineitem_del", None),
-        ("time_travel", f"SELECT {agg} FROM lineitem_del VERSION AS OF {lakes.del_before}",
-         f"SELECT {agg} FROM lake.lineitem_del AT (VERSION => {lakes.del_before})", lakes.del_before),
-    ):
+    files = {t: bd.lake_files(con, "lake", t) for t in ("lineitem_del", "lineitem_del50")}
+    for table, paths in files.items():
+        spark.read.parquet(*paths).createOrReplaceTempView(f"floor_{table}")
+    out: dict[str, Any] = {"deleted_fraction": lakes.deleted_fraction, "files": len(files["lineitem_del"]),
+                           "deleted_fraction_50pct": lakes.deleted_fraction_50,
+                           "files_50pct": len(files["lineitem_del50"])}
+    # (case, table, snapshot for time travel)
+    cases = (("deleted_10pct", "lineitem_del", None), ("time_travel", "lineitem_del", lakes.del_before),
+             ("deleted_50pct", "lineitem_del50", None))
+    for name, table, version in cases:
+        ours_sql = f"SELECT {agg} FROM {table}" + (f" VERSION AS OF {version}" if version is not None else "")
+        duck_sql = f"SELECT {agg} FROM lake.{table}" + (f" AT (VERSION => {version})" if version is not None else "")
         fns: dict[str, Fn] = {
             "ours": partial(_collect, lake.sql, ours_sql),
             # The floor reads the same data files and applies no deletes: the bound for any reader.
-            "floor": partial(_collect, spark.sql, f"SELECT {agg} FROM floor_lineitem_del"),
+            "floor": partial(_collect, spark.sql, f"SELECT {agg} FROM floor_{table}"),
             "duckdb": partial(_fetch, con, duck_sql),
-            "ddf": partial(_ddf_scan, spark, lakes.a_catalog, version, agg),
+            "ddf": partial(_ddf_scan, spark, lakes.a_catalog, table, version, agg),
         }
+        # Warm-up (not timed), as for TPC-H: JIT, class loading, the first reads of these files.
+        for engine in ("ours", "floor"):
+            with contextlib.suppress(Exception):  # an engine that fails is reported by the timed rounds
+                fns[engine]()
         stats, outputs = rounds(fns, s.reps)
         out[name] = {**stats, **check(outputs, "duckdb")}
         log(f"  scan {name}: {_summary(stats)}")
@@ -364,23 +399,34 @@ def scans(s: Settings, lakes: Lakes, spark: SparkSession, lake: Lake) -> dict[st
     return out
 
 
-def _ddf_scan(spark: SparkSession, catalog: Path, version: int | None, agg: str) -> Any:
+def _ddf_scan(spark: SparkSession, catalog: Path, table: str, version: int | None, agg: str) -> Any:
     from ducklake_pyspark import read_ducklake
 
-    read_ducklake(spark, str(catalog), "lineitem_del", snapshot_version=version).createOrReplaceTempView("ddf_del")
+    read_ducklake(spark, str(catalog), table, snapshot_version=version).createOrReplaceTempView("ddf_del")
     return spark.sql(f"SELECT {agg} FROM ddf_del").collect()
+
+
+def plan_catalog(s: Settings, work: Path) -> tuple[Path, float | None]:
+    """The planning table (`plan_files` files over `plan_snapshots` snapshots, by make_big_catalog.py): its
+    SQLite catalog and the seconds making it took, or None when this run made it already (the work dir starts
+    empty)."""
+    catalog = work / "plan" / "cat.sqlite"
+    done = catalog.with_name("cat.sqlite.done")
+    if done.exists():
+        return catalog, None
+    start = time.perf_counter()
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_big_catalog.py"), str(catalog), "--snapshots",
+                    str(s.plan_snapshots), "--files", str(s.plan_files), "--force"], check=True, cwd=ROOT,
+                   stdout=subprocess.DEVNULL)
+    done.touch()
+    return catalog, time.perf_counter() - start
 
 
 def planning(s: Settings, work: Path, spark: SparkSession, spark_lake: Callable[[Path], Lake]) -> dict[str, Any]:
     """SQL text → planned DataFrame on a table with many files and snapshots, with and without a pruning filter."""
     from ducklake_cli.ops.query import plan_sql
 
-    catalog = work / "plan" / "cat.sqlite"
-    start = time.perf_counter()
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_big_catalog.py"), str(catalog), "--snapshots",
-                    str(s.plan_snapshots), "--files", str(s.plan_files), "--force"], check=True, cwd=ROOT,
-                   stdout=subprocess.DEVNULL)
-    build = time.perf_counter() - start
+    catalog, build = plan_catalog(s, work)
     lake = spark_lake(catalog)
     con = bd.connect()
     bd.attach(con, catalog, Path(str(catalog) + ".files"))
@@ -391,6 +437,7 @@ def planning(s: Settings, work: Path, spark: SparkSession, spark_lake: Callable[
         q = f"SELECT id, ts, v FROM events{where}"
 
         def metadata_only(q: str = q) -> int:
+            lake.plan_cache.clear()
             with lake.reader() as r:
                 plan = plan_sql(lake, r, q, snapshot=r.latest_snapshot())
             return sum(len(p.files) for p in plan.scans)
@@ -399,12 +446,14 @@ def planning(s: Settings, work: Path, spark: SparkSession, spark_lake: Callable[
             spark.read.parquet(*files).createOrReplaceTempView("floor_events")
             return spark.sql(q.replace("FROM events", "FROM floor_events"))._jdf.queryExecution().executedPlan()
 
-        def physical(q: str = q) -> Any:
+        def physical(q: str = q, cached: bool = False) -> Any:
+            if not cached:  # a first statement: the lake's plan cache (engine/planning/plan_cache.py) emptied
+                lake.plan_cache.clear()
             return lake.sql(q)._jdf.queryExecution().executedPlan()
 
         fns: dict[str, Fn] = {
-            "ours": partial(lake.sql, q),
-            "ours_physical": physical,
+            "ours": physical,
+            "ours_cached": partial(physical, cached=True),
             "ours_metadata": metadata_only,
             "floor": floor,
             "duckdb": partial(_fetch, con, "EXPLAIN " + q.replace("FROM events", "FROM lake.events")),
@@ -414,6 +463,35 @@ def planning(s: Settings, work: Path, spark: SparkSession, spark_lake: Callable[
         log(f"  planning {name}: {_summary(stats, 3)}")
     con.close()
     return out
+
+
+def planning_s3(s: Settings, work: Path, spark: SparkSession, spark_lake: Callable[[Path], Lake]) -> dict[str, Any]:
+    """The planning table copied to S3 (SeaweedFS): ours vs raw Spark planning there (scripts/bench_planning_s3.py)."""
+    catalog, build = plan_catalog(s, work)
+    # The old file listing alone takes a minute a run on S3: only the full run times it.
+    out: dict[str, Any] = bench_planning_s3.run(s.reps, work, spark, spark_lake, catalog, listing=s.mode == "full")
+    if build is not None:
+        out["catalog_build_s"] = build
+    med = {k: v["median"] for k, v in out.items() if isinstance(v, dict) and "median" in v}
+    log(f"  planning on S3: {', '.join(f'{k} {v:.2f}s' for k, v in med.items()) or out.get('error')}")
+    return out
+
+
+def coldstart(s: Settings, work: Path) -> dict[str, Any]:
+    """A first `ducklake query` in a fresh process, with and without class-data sharing (scripts/bench_coldstart.py)."""
+    out: dict[str, Any] = bench_coldstart.run(s.reps, work / "coldstart")
+    log(f"  cold start: without CDS {out['old_median_s']:.2f}s, with CDS {out['new_median_s']:.2f}s")
+    return out
+
+
+def guarded(name: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """A section's result, or `{"error": …}` when it fails (e.g. no S3 server could start): the run carries on."""
+    try:
+        return fn()
+    except Exception as exc:  # a section that cannot run is reported, not fatal
+        message = str(exc).strip().splitlines()[-1][:400] if str(exc).strip() else ""
+        log(f"  {name} failed: {type(exc).__name__}: {message}")
+        return {"error": f"{type(exc).__name__}: {message}"}
 
 
 def writes(s: Settings, work: Path, spark: SparkSession, spark_lake: Callable[[Path], Lake]) -> dict[str, Any]:
@@ -559,10 +637,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--sf", type=float, help="TPC-H scale factor (quick 0.02, full 1)")
     p.add_argument("--reps", type=int, help="runs per figure (≥ 3, default 3)")
     p.add_argument("--queries", help="TPC-H queries on lake A, e.g. 1,6,14 (quick: 1,3,6,10,12,14; full: all 22)")
-    p.add_argument("--only", default="tpch,scans,planning,write,metadata,dml,history",
+    p.add_argument("--only", default=",".join(SECTIONS),
                    help="comma-separated sections to run (default: all)")
     p.add_argument("--workdir", type=Path, help="scratch directory (default bench/data/<mode>; emptied first)")
     p.add_argument("--results", type=Path, default=ROOT / "bench" / "results", help="where the JSON goes")
+    p.add_argument("--report-dir", type=Path, default=ROOT / "bench",
+                   help="where REPORT.md and report.png go (default bench/; FINDINGS.md is read from there)")
     p.add_argument("--event-log", action="store_true", help="write Spark's event log to <workdir>/spark-events")
     p.add_argument("--report-only", type=Path, metavar="JSON", help="only re-render REPORT.md and the chart")
     p.add_argument("--add-to", type=Path, metavar="JSON",
@@ -570,14 +650,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def _shown(path: Path) -> str:
+    """A path for the log: relative to the repository when inside it."""
+    path = path.resolve()
+    return str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark, write the JSON, render the report."""
     args = parse_args(argv)
     if args.report_only:
-        bench_report.render(json.loads(args.report_only.read_text()), ROOT / "bench", args.report_only.name)
+        bench_report.render(json.loads(args.report_only.read_text()), args.report_dir, args.report_only.name)
         return 0
     s = settings_for(args)
     sections = {x.strip() for x in args.only.split(",") if x.strip()}
+    unknown = sections - set(SECTIONS)
+    if unknown:
+        sys.stderr.write(f"unknown section(s) {', '.join(sorted(unknown))}; known: {', '.join(SECTIONS)}\n")
+        return 2
     work = (args.workdir or ROOT / "bench" / "data" / s.mode).resolve()
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -649,6 +739,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "planning" in sections:
             results["planning"] = planning(s, work, spark, spark_lake)
             save()
+        if "planning_s3" in sections:
+            results["planning_s3"] = guarded("planning_s3", partial(planning_s3, s, work, spark, spark_lake))
+            save()
         if "write" in sections:
             results["write"] = writes(s, work, spark, spark_lake)
             save()
@@ -665,12 +758,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             save()
         if "metadata" in sections:
             results["metadata"] = metadata(s, lakes)
+            save()
+        if "coldstart" in sections:
+            results["coldstart"] = guarded("coldstart", partial(coldstart, s, work))
     finally:
         for lake in opened:
             lake.close()
     save()
-    bench_report.render(merged(results), ROOT / "bench", out.name)
-    log(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}, bench/REPORT.md, bench/report.png")
+    bench_report.render(merged(results), args.report_dir, out.name)
+    log(f"wrote {_shown(out)}, {_shown(args.report_dir / 'REPORT.md')}, {_shown(args.report_dir / 'report.png')}")
     return 0
 
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-DUCKLAKE = ROOT / ".venv" / "bin" / "ducklake"
 ROWS = 100_000
 SQL = "SELECT sum(x) FROM t"
 EXPECTED = str(ROWS * (ROWS - 1) // 2)
@@ -41,6 +40,12 @@ def _lake(work: Path) -> Path:
     return catalog
 
 
+def _ducklake() -> list[str]:
+    """The `ducklake` console script next to this interpreter, else `python -m ducklake_cli`."""
+    script = Path(sys.executable).with_name("ducklake")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "ducklake_cli"]
+
+
 def _env(work: Path, cds: bool) -> dict[str, str]:
     env = dict(os.environ, DUCKLAKE_WARM="0", DUCKLAKE_CDS="1" if cds else "0",
                DUCKLAKE_CDS_DIR=str(work / "cds"), DUCKLAKE_CDS_BUILD="0")
@@ -51,7 +56,7 @@ def _archive(work: Path) -> float | None:
     """Make the archive into `work/cds` (as scripts/quickstart.sh does); seconds taken, or None when it existed."""
     existed = any((work / "cds").glob("*.json"))
     start = time.perf_counter()
-    out = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "ducklake_cli.engine.cds_build"],
+    out = subprocess.run([sys.executable, "-m", "ducklake_cli.engine.cds_build"],
                          env=_env(work, True), cwd=ROOT, capture_output=True, text=True, check=True)
     if "archive:" not in out.stdout:
         raise RuntimeError(f"no class-data sharing archive was made: {out.stdout}{out.stderr}")
@@ -64,7 +69,7 @@ def _sample(catalog: Path, work: Path, cds: bool) -> float:
     out_path = work / "out.txt"
     with out_path.open("w") as out, open(os.devnull, "w") as err:
         start = time.perf_counter()
-        code = subprocess.call([str(DUCKLAKE), "query", str(catalog), SQL, "--format", "csv"],
+        code = subprocess.call([*_ducklake(), "query", str(catalog), SQL, "--format", "csv"],
                                env=_env(work, cds), stdout=out, stderr=err, cwd=work)
         wall = time.perf_counter() - start
     text = out_path.read_text()
