@@ -68,6 +68,7 @@ class Lake:
         self._data_path: str | None = None
         # Scan plans and DataFrames of committed snapshots, reused by this lake's later statements.
         self.plan_cache = PlanCache()
+        self._spark: SparkSession | None = None
 
     def __repr__(self) -> str:
         return f"Lake({self.target.display()})"
@@ -160,10 +161,12 @@ class Lake:
         return commit(lambda: self.connection(write=True), self.backend, build, author=author, message=message)
 
     def spark(self) -> SparkSession:
-        """The Spark session this lake's reads run on (started on first use)."""
-        from ducklake_cli.engine.session import SparkSettings, build_session
+        """The Spark session this lake's reads run on (started on first use, kept while it runs)."""
+        from ducklake_cli.engine.session import SparkSettings, build_session, running
 
-        return build_session(self.spark_settings or SparkSettings(), storage_options=self.storage_options)
+        if self._spark is None or not running(self._spark):
+            self._spark = build_session(self.spark_settings or SparkSettings(), storage_options=self.storage_options)
+        return self._spark
 
     def close(self) -> None:
         """Release the catalog connections (a DuckDB file is unlocked)."""

@@ -28,24 +28,27 @@ def register_views(spark: SparkSession, plan: SqlPlan, cache: PlanCache | None =
         feed_frame(spark, feed, kind).createOrReplaceTempView(name)
     for name, source, with_rowid in plan.views:
         if isinstance(source, ScanPlan):
-            _scan_frame(spark, source, with_rowid, cache).createOrReplaceTempView(name)
+            _register_scan(spark, name, source, with_rowid, cache)
         else:
             register_views(spark, source, cache)
             _view_frame(spark, source).createOrReplaceTempView(name)
 
 
-def _scan_frame(spark: SparkSession, source: ScanPlan, with_rowid: bool, cache: PlanCache | None) -> DataFrame:
-    """The scan's DataFrame, built once per session for a plan the lake's cache holds (kept by identity and
-    checked on every hit: an id may be reused once its object is gone)."""
+def _register_scan(spark: SparkSession, name: str, source: ScanPlan, with_rowid: bool,
+                   cache: PlanCache | None) -> None:
+    """The scan as temp view `name`. A plan the lake's cache holds is built into a DataFrame once per session and
+    registered once under its (cached) name; entries are kept by identity and checked on every hit, as an id may
+    be reused once its object is gone."""
     from ducklake_cli.engine.scan import scan
 
-    def build() -> tuple[ScanPlan, SparkSession, DataFrame]:
-        return source, spark, scan(spark, source, with_rowid=with_rowid)
+    def build() -> tuple[ScanPlan, SparkSession, DataFrame, set[str]]:
+        return source, spark, scan(spark, source, with_rowid=with_rowid), set()
 
-    if cache is None:
-        return build()[2]
-    return cache.get(("frame", id(spark), id(source), with_rowid), build,
-                     lambda kept: kept[0] is source and kept[1] is spark)[2]
+    kept = build() if cache is None else cache.get(
+        ("frame", id(spark), id(source), with_rowid), build, lambda kept: kept[0] is source and kept[1] is spark)
+    if name not in kept[3]:
+        kept[2].createOrReplaceTempView(name)
+        kept[3].add(name)
 
 
 def _view_frame(spark: SparkSession, plan: SqlPlan) -> DataFrame:

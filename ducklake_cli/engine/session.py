@@ -266,6 +266,17 @@ def driver_java_options(conf: Mapping[str, str]) -> str:
     return conf.get("spark.driver.extraJavaOptions") or _quiet_log_option()
 
 
+def running(spark: SparkSession) -> bool:
+    """Whether a session we built is still usable (not stopped), asked without a call into the JVM or server."""
+    stopped = getattr(spark, "is_stopped", None)  # Spark Connect
+    if isinstance(stopped, bool):
+        return not stopped
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    return context is not None and context is spark.sparkContext and context._jsc is not None
+
+
 def adopt(spark: SparkSession) -> SparkSession:
     """A session we did not build (the API caller's) with the settings our reads and writes depend on."""
     for key, value in REQUIRED_CONF.items():

@@ -58,3 +58,29 @@ def test_repeated_reads_reuse_plans_and_see_every_new_snapshot(spark: SparkSessi
     finally:
         lake.close()
     assert len(lake.plan_cache) == 0
+
+
+@pytest.mark.spark
+def test_cached_views_serve_self_joins_rowid_and_several_lakes(spark: SparkSession, tmp_path: Path) -> None:
+    """A table read twice in one statement, with and without `rowid`, and by two lakes on one session: each scan's
+    kept view holds its own rows (DuckDB's answers)."""
+    catalogs = []
+    for k in range(2):
+        catalog = tmp_path / f"cat{k}.sqlite"
+        _duck(catalog, f"CREATE TABLE lake.t AS SELECT (range * {k + 1})::BIGINT AS i FROM range(500)",
+              "DELETE FROM lake.t WHERE i % 3 = 0")
+        catalogs.append(catalog)
+    statements = ["SELECT count(*), sum(a.i) FROM t a JOIN t b ON a.i = b.i WHERE a.i >= 0 AND b.i >= 0",
+                  "SELECT count(*), max(rowid), sum(i) FROM t WHERE i >= 0",
+                  "SELECT count(*), sum(i) FROM t WHERE i >= 0"]
+    lakes = [ducklake_cli.connect(str(c)) for c in catalogs]
+    try:
+        for _ in range(2):
+            for catalog, lake in zip(catalogs, lakes, strict=True):
+                for sql in statements:
+                    want = _duck(catalog, sql.replace("FROM t a JOIN t b", "FROM lake.t a JOIN lake.t b")
+                                 .replace("FROM t WHERE", "FROM lake.t WHERE"))
+                    assert [tuple(r) for r in lake.sql(sql, spark=spark).collect()] == [tuple(r) for r in want], sql
+    finally:
+        for lake in lakes:
+            lake.close()

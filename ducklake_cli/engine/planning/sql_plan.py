@@ -72,6 +72,11 @@ def plan_sql(reader: MetadataReader, query: str, *, snapshot: Snapshot, data_pat
                       depth=0, cache=cache if cache is not None else PlanCache(0))
 
 
+def _view_name() -> str:
+    """A temp view name no other statement of this process uses."""
+    return f"__ducklake_{next(_view_ids)}"
+
+
 def _catalog_at(reader: MetadataReader, sid: int) -> tuple[dict[str, TableInfo], list[SchemaInfo]]:
     """The tables at a snapshot by lower-case qualified name (Spark and DuckDB resolve identifiers
     case-insensitively), and its schemas."""
@@ -94,19 +99,20 @@ def _plan_refs(reader: MetadataReader, parsed: ParsedQuery, *, snapshot: Snapsho
         if sid not in catalog_at:
             catalog_at[sid] = cache.get(("catalog", sid), partial(_catalog_at, reader, sid))
         tables, schemas = catalog_at[sid]
-        view_name = f"__ducklake_{next(_view_ids)}"
-        views[ref] = view_name
         wanted = ref.qualified.lower()
         if wanted in tables:
-            predicates = tuple(parsed.predicates_for(ref))
-            plan = cache.get(("scan", sid, tables[wanted].table_id, predicates), partial(
+            key = (sid, tables[wanted].table_id, tuple(parsed.predicates_for(ref)))
+            plan = cache.get(("scan", *key), partial(
                 plan_scan, reader, table=tables[wanted], snapshot_id=sid, data_path=data_path, schemas=schemas,
-                predicates=predicates, storage_options=storage_options))
+                predicates=key[2], storage_options=storage_options))
             out.scans.append(plan)
             # A table's own column named rowid shadows the virtual one, as in DuckDB.
             with_rowid = parsed.uses_rowid() and all(c.name.lower() != "rowid" for c in plan.columns)
-            out.views.append((view_name, plan, with_rowid))
+            # A cached scan keeps its view name: the session's view of that name already holds its rows.
+            views[ref] = cache.get(("view", *key, with_rowid), _view_name)
+            out.views.append((views[ref], plan, with_rowid))
             continue
+        views[ref] = view_name = _view_name()
         lake_views = {f"{v.schema_name}.{v.name}".lower(): v for v in reader.views(sid)}
         view = lake_views.get(wanted)
         if view is None:
@@ -145,6 +151,6 @@ def _plan_feed(reader: MetadataReader, ref: FeedRef, out: SqlPlan, data_path: st
     table = reader.find_table(end, ref.table)
     plan = plan_feed(reader, table=table, ranges=[(start, end)], data_path=data_path, schemas=reader.schemas(end),
                      storage_options=storage_options)
-    name = f"__ducklake_{next(_view_ids)}"
+    name = _view_name()
     out.feeds.append((name, plan, ref.kind))
     return name
