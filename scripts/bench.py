@@ -1,8 +1,9 @@
 #!/usr/bin/env python
 """Benchmarks: our Spark path against raw Spark on the same Parquet files, DuckDB's ducklake and ducklake-dataframe.
 
-    python scripts/bench.py --quick            # under 5 minutes on a 2-core machine (sf 0.02, 1M-row write)
-    python scripts/bench.py                    # full run (sf 1, 10M-row write), under 45 minutes
+    python scripts/bench.py --quick            # sf 0.02, 1M-row write: ~25 minutes on 2 cores, 15 of them the S3
+                                               # planning (10,001 uploads, raw Spark stats each) and cold-start runs
+    python scripts/bench.py                    # full run (sf 1, 10M-row write), about 75 minutes here
     python scripts/bench.py --sf 0.1 --reps 5  # any scale factor / number of runs per figure
     python scripts/bench.py --report-only bench/results/2026-11-30-full.json   # re-render REPORT.md and the chart
     python scripts/bench.py --only dml --add-to bench/results/2026-11-30-full.json   # one section into a result
@@ -633,7 +634,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command line."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="small data, under 5 minutes")
+    p.add_argument("--quick", action="store_true",
+                   help="small data (sf 0.02): ~25 minutes, most of it planning_s3 and coldstart")
     p.add_argument("--sf", type=float, help="TPC-H scale factor (quick 0.02, full 1)")
     p.add_argument("--reps", type=int, help="runs per figure (≥ 3, default 3)")
     p.add_argument("--queries", help="TPC-H queries on lake A, e.g. 1,6,14 (quick: 1,3,6,10,12,14; full: all 22)")

@@ -78,12 +78,13 @@ def test_same_as_plain_read(spark: SparkSession, tmp_path: Path, monkeypatch: py
 
 @pytest.mark.spark
 def test_plain_read_where_the_log_cannot_stand_in(spark: SparkSession, tmp_path: Path) -> None:
-    """One file, an unknown size, a duplicate path: the plain read (or the log, deduplicated) gives the same rows."""
+    """One file: the plain read. An unknown catalog size of a local file (measured here) and a duplicate path: the
+    log, deduplicated. Same rows every way."""
     files = _write(tmp_path / "data")[:3]
     plain, _, _ = _rows(spark, files, ours=False)
     assert _rows(spark, files[:1], ours=True)[2] == "InMemoryFileIndex"
     unknown = [files[0], (files[1][0], 0), files[2]]
-    assert _rows(spark, unknown, ours=True)[::2] == (plain, "InMemoryFileIndex")
+    assert _rows(spark, unknown, ours=True)[::2] == (plain, "MetadataLogFileIndex")
     assert _rows(spark, [*files, files[0]], ours=True)[::2] == (plain, "MetadataLogFileIndex")
 
 
