@@ -96,8 +96,8 @@ def _read_direct(spark: SparkSession, files: Sequence[FileSource], columns: Sequ
 
 
 def _parquet(spark: SparkSession, reader: DataFrameReader, files: Sequence[FileSource]) -> DataFrame:
-    """`reader.parquet` of these data files, their sizes taken from the catalog: Spark neither stats nor lists
-    them (one request per file on S3)."""
+    """`reader.parquet` of these data files, handed to Spark with their sizes (`engine.file_index`): Spark neither
+    stats nor lists them (one request per file on S3)."""
     from ducklake_cli.engine.file_index import read_parquet
 
     return read_parquet(spark, reader, [(f.path, f.file_size_bytes) for f in files])
