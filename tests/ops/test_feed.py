@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ducklake_cli.api import Lake, connect
-from tests.support.feed_lakes import FEEDS, TABLE, FeedLake, feed_lake
+from tests.support.feed_lakes import FEEDS, TABLE, FeedLake, duck_feed_again, feed_lake
 from tests.support.spot import ORACLE_BACKENDS
 
 if TYPE_CHECKING:
@@ -67,6 +67,8 @@ def test_feeds_equal_duckdb_for_every_pair(built: FeedLake, spark: SparkSession)
     bad = []
     for (feed, a, b), want in built.duck.items():
         got = ours.get((feed, a, b), collections.Counter())
+        if got != want and got == duck_feed_again(built.spot, feed, a, b):
+            continue  # DuckDB's first answer was one of its rare wrong ones (see duck_feed_again)
         if got != want:
             bad.append(f"{feed}({a}, {b}): extra {sorted(got - want)[:3]} missing {sorted(want - got)[:3]}")
     assert not bad, f"{len(bad)} of {len(built.duck)} differ:\n" + "\n".join(bad[:10])
