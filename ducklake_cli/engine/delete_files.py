@@ -81,11 +81,31 @@ class DeleteOutcome:
         return cls(**d)
 
 
+def parquet_delete_batches(path: str, storage_options: Mapping[str, Any],
+                           batch_rows: int = 1 << 16) -> Iterator[tuple[pa.Array, pa.Array | None]]:
+    """A Parquet delete file's positions and, when it has that column, the snapshot that deleted each (spec §3.7;
+    columns found by field id), a batch at a time."""
+    import pyarrow.parquet as pq
+
+    from ducklake_cli.errors import StorageError
+
+    try:
+        with filesystem(path, dict(storage_options)).open(path, "rb") as fh:
+            reader = pq.ParquetFile(fh)
+            schema = reader.schema_arrow
+            ids = [int((fl.metadata or {}).get(b"PARQUET:field_id", b"0")) for fl in schema]
+            columns = [schema.names[ids.index(DELETE_POS_ID)]]
+            if SNAPSHOT_ID_FIELD_ID in ids:
+                columns.append(schema.names[ids.index(SNAPSHOT_ID_FIELD_ID)])
+            for batch in reader.iter_batches(batch_size=batch_rows, columns=columns):
+                yield batch.column(0), batch.column(1) if len(columns) > 1 else None
+    except (OSError, ValueError) as exc:
+        raise StorageError(f"cannot read delete file {path}: {exc}") from exc
+
+
 def old_positions(f: TargetFile, storage_options: Mapping[str, Any]) -> tuple[list[int], list[int]]:
     """The positions in the file's delete file and the snapshot each was deleted in, sorted by position. Inlined
     file deletions are not among them: DuckDB never moves them into delete files."""
-    import pyarrow.parquet as pq
-
     pos: list[int] = []
     snaps: list[int] = []
     if f.delete_path is not None:
@@ -96,14 +116,10 @@ def old_positions(f: TargetFile, storage_options: Mapping[str, Any]) -> tuple[li
             pos += got
             snaps += [f.delete_begin] * len(got)
         else:
-            fs = filesystem(f.delete_path, dict(storage_options))
-            with fs.open(f.delete_path, "rb") as fh:
-                table = pq.read_table(fh)
-            ids = [int((fl.metadata or {}).get(b"PARQUET:field_id", b"0")) for fl in table.schema]
-            p = table.column(ids.index(DELETE_POS_ID)).to_pylist()
-            s = table.column(ids.index(SNAPSHOT_ID_FIELD_ID)).to_pylist() if SNAPSHOT_ID_FIELD_ID in ids else None
-            pos += p
-            snaps += s if s is not None else [f.delete_begin] * len(p)
+            for p_batch, s_batch in parquet_delete_batches(f.delete_path, storage_options):
+                p = p_batch.to_pylist()
+                pos += p
+                snaps += s_batch.to_pylist() if s_batch is not None else [f.delete_begin] * len(p)
     order = sorted(range(len(pos)), key=pos.__getitem__)
     return [pos[i] for i in order], [snaps[i] for i in order]
 

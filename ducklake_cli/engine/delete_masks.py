@@ -13,8 +13,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ducklake_cli.catalog.types import DELETE_POS_ID, SNAPSHOT_ID_FIELD_ID
-
 if TYPE_CHECKING:
     import numpy as np
     from pyspark.sql import Column, SparkSession
@@ -109,27 +107,13 @@ def _positions(f: FileSource, snapshot: int, storage_options: Mapping[str, Any])
 
 
 def _parquet_positions(path: str, snapshot: int, storage_options: Mapping[str, Any]) -> Iterable[np.ndarray]:
-    """Positions of a Parquet delete file (spec §3.7; by field id) deleted at or before `snapshot`, in batches."""
+    """Positions of a Parquet delete file deleted at or before `snapshot`, in batches."""
     import numpy as np
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
-    from ducklake_cli.errors import StorageError
-    from ducklake_cli.storage.files import filesystem
+    from ducklake_cli.engine.delete_files import parquet_delete_batches
 
-    try:
-        with filesystem(path, dict(storage_options)).open(path, "rb") as fh:
-            reader = pq.ParquetFile(fh)
-            schema = reader.schema_arrow
-            ids = [int((fl.metadata or {}).get(b"PARQUET:field_id", b"0")) for fl in schema]
-            pos_name = schema.names[ids.index(DELETE_POS_ID)]
-            snap_name = schema.names[ids.index(SNAPSHOT_ID_FIELD_ID)] if SNAPSHOT_ID_FIELD_ID in ids else None
-            columns = [pos_name] + ([snap_name] if snap_name else [])
-            for batch in reader.iter_batches(batch_size=_BATCH_ROWS, columns=columns):
-                pos = batch.column(0)
-                if snap_name is not None:
-                    snap = batch.column(1)
-                    pos = pc.filter(pos, pc.or_kleene(pc.is_null(snap), pc.less_equal(snap, snapshot)))
-                yield np.asarray(pos.to_numpy(zero_copy_only=False), dtype=np.int64)
-    except (OSError, ValueError) as exc:
-        raise StorageError(f"cannot read delete file {path}: {exc}") from exc
+    for pos, snap in parquet_delete_batches(path, storage_options, _BATCH_ROWS):
+        if snap is not None:
+            pos = pc.filter(pos, pc.or_kleene(pc.is_null(snap), pc.less_equal(snap, snapshot)))
+        yield np.asarray(pos.to_numpy(zero_copy_only=False), dtype=np.int64)

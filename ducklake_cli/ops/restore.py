@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ducklake_cli.catalog import restore as cr
 from ducklake_cli.catalog.options import require_message
 from ducklake_cli.catalog.paths import file_path, new_data_file_name, table_dir, uuid7
-from ducklake_cli.catalog.types import DELETE_POS_ID, SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID
+from ducklake_cli.catalog.types import SNAPSHOT_ID_COLUMN
 from ducklake_cli.errors import CommitConflictError, DuckLakeError, NotFoundError, StorageError, UsageError
 from ducklake_cli.ops.maintenance import FileAction, MaintenanceReport, Plan
 from ducklake_cli.ops.results import Section
@@ -314,20 +314,13 @@ def _delete_rows(path: str, fmt: str | None, opts: dict[str, Any]) -> list[tuple
         from ducklake_cli.storage.deletion_vector import read_deletion_vector
 
         return [(p, None) for p in read_deletion_vector(path, opts)]
-    import pyarrow.parquet as pq
+    from ducklake_cli.engine.delete_files import parquet_delete_batches
 
-    from ducklake_cli.storage.files import filesystem
-
-    try:
-        with filesystem(path, opts).open(path, "rb") as fh:
-            table = pq.read_table(fh)
-    except OSError as exc:
-        raise StorageError(f"cannot read delete file {path}: {exc}") from exc
-    ids = [int((f.metadata or {}).get(b"PARQUET:field_id", b"0")) for f in table.schema]
-    pos = table.column(ids.index(DELETE_POS_ID)).to_pylist()
-    snaps = table.column(ids.index(SNAPSHOT_ID_FIELD_ID)).to_pylist() if SNAPSHOT_ID_FIELD_ID in ids \
-        else [None] * len(pos)
-    return list(zip(pos, snaps, strict=True))
+    rows: list[tuple[int, int | None]] = []
+    for pos, snaps in parquet_delete_batches(path, opts):
+        p = pos.to_pylist()
+        rows += zip(p, snaps.to_pylist() if snaps is not None else [None] * len(p), strict=True)
+    return rows
 
 
 def _inserted_after(path: str, target: int, opts: dict[str, Any]) -> set[int]:
