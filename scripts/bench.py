@@ -714,7 +714,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return results
         old = json.loads(args.add_to.read_text())
         new = {**old, **{k: results[k] for k in sections if k in results}}
-        new["meta"] = {**old["meta"], "merged_from": args.add_to.name,
+        # A result merged before keeps naming the run its other sections were first added to.
+        new["meta"] = {**old["meta"], "merged_from": old["meta"].get("merged_from", args.add_to.name),
                        "sections": sorted(set(old["meta"].get("sections", [])) | sections)}
         new["targets"] = bench_report.targets(new)
         return new
