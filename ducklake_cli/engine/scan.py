@@ -46,7 +46,7 @@ _BLOCK_BITS = delete_masks.BLOCK_BITS
 _ORD_SHIFT = 34  # block key = file ordinal << 34 | position >> 6: files of up to 2^40 rows
 # Spark's Parquet readers fill a LongType column of this name in the read schema with each row's position in its
 # file (what `_metadata.row_index` is made from; Delta Lake's deletion vectors read it the same way). Asking for it
-# directly skips the per-row `_metadata` struct: ~12% less time on a scan with deletes.
+# directly skips the per-row `_metadata` struct (lineitem with 10% deleted: 1.83x -> 1.27x a read without deletes).
 ROW_INDEX = "_tmp_metadata_row_index"
 
 
