@@ -1,25 +1,47 @@
-"""Per-snapshot, per-table operation metrics (rows, files and bytes added and removed) from metadata alone, as the
+"""Per-snapshot, per-table operation metrics (rows, files and bytes added and removed) from metadata, as the
 catalog records them; a few grouped queries over the whole history, never one per snapshot.
 
-A snapshot S adds the data and delete files beginning at S and the inlined rows inserted at S; it removes the files
-ending at S. `rows_deleted` counts the delete positions S adds (a delete file beginning at S, less the one it
-replaces for the same data file), the rows still live in the data files S ends, the inlined file deletions at S
-and the inlined rows S ends. Files rewritten with their rows' lineage (flush, compaction: `partial_max` set)
-count at their `begin_snapshot`, the snapshot the catalog records for them."""
+Rows: `rows_added` and `rows_deleted` of a snapshot S equal the rows DuckDB's `table_changes(t, S, S)` reports
+for it: rows_added = insert + update_postimage, rows_deleted = delete + update_preimage (an update is a delete
+and an insert of the same row id). So a running sum of `rows_added - rows_deleted` is the table's row count.
+
+- Added at S: the rows of the data files beginning at S, the inlined rows inserted at S, and the rows of a
+  multi-snapshot file (flush, compaction: `partial_max` past `begin_snapshot`) whose embedded inserting
+  snapshot is S (rows before `begin_snapshot` count there, rows past `partial_max` at `partial_max`).
+- Deleted at S: the delete positions S added, the inlined file deletions at S, the rows still live in the
+  data files S ends and the inlined rows S ends. A delete position belongs to its delete file's
+  `begin_snapshot`, unless the file embeds each position's snapshot (`_ducklake_internal_snapshot_id`): a delete
+  file rewritten in place by a later delete (DuckDB and our DML keep the old positions with their snapshots,
+  record the span `begin_snapshot`..`partial_max` and drop the old file's row) or written by a flush (after
+  its `begin_snapshot`: its id is at or past that snapshot's `next_file_id`). A non-embedding delete file
+  that replaces one ended at its begin (restore) counts the difference of their positions.
+- Files rewritten without changing rows count no rows: a flush or compaction keeps its rows at their
+  embedded snapshots, and a rewrite (`rewrite_delete`) moves the live rows of the files it ends into files
+  that embed their row ids (no `row_id_start`). DuckDB 1.5.5's `table_changes` at a rewrite snapshot reports
+  those rows as updated (their insert snapshots are not kept) and the file's inlined deletions once more as
+  deleted; we show no row change there, so that the running sum stays the row count.
+
+Only the snapshot ids embedded in multi-snapshot files are read from storage (one column, from row-group
+statistics where a row group holds one snapshot): the catalog records a span for them, not a count per
+snapshot. Everything else comes from the catalog."""
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
-from collections.abc import Iterable
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
+from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, select
 
 from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.backends import Backend
+from ducklake_cli.catalog.paths import table_dir
+from ducklake_cli.catalog.types import SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID
 
 _INLINED_DELETE = re.compile(re.escape(s.INLINED_DELETE_PREFIX) + r"(\d+)$")
+_REWRITE = re.compile(r"rewrite_delete:(\d+)")
 
 
 @dataclass
@@ -71,36 +93,73 @@ def _int(v: object) -> int:
     return int(v) if v is not None else 0  # type: ignore[call-overload]
 
 
-def snapshot_metrics(conn: Connection, backend: Backend, table_ids: Iterable[int] | None = None) -> MetricsBySnapshot:
-    """Metrics of every snapshot that changed a table's rows or files (optionally only of `table_ids`)."""
+@dataclass(frozen=True)
+class _Embedded:
+    """A file whose rows (data file: `last` is its partial_max) or positions (delete file: `last` None) count
+    at the snapshots they embed."""
+
+    table_id: int
+    begin: int
+    last: int | None
+    path: str
+    path_is_relative: bool
+
+    def snapshot(self, embedded: int | None) -> int:
+        """Where a row or position counts: rows as DuckDB's insertions take a multi-snapshot file's (those
+        before its begin at the begin, those past its partial_max there), positions at their own snapshot."""
+        if embedded is None:
+            return self.begin
+        if self.last is None:
+            return embedded
+        return min(max(embedded, self.begin), self.last)
+
+
+def snapshot_metrics(conn: Connection, backend: Backend, table_ids: Iterable[int] | None = None, *,
+                     data_path: str | None = None,
+                     storage_options: Mapping[str, Any] | None = None) -> MetricsBySnapshot:
+    """Metrics of every snapshot that changed a table's rows or files (optionally only of `table_ids`).
+    `data_path` (the lake's, resolved) lets multi-snapshot files be read; without it their rows count at their
+    `begin_snapshot`."""
     wanted = set(table_ids) if table_ids is not None else None
     out: MetricsBySnapshot = defaultdict(lambda: defaultdict(Metrics))
     q = backend.qualify
-    df, dl = q("ducklake_data_file"), q("ducklake_delete_file")
+    df, dl, sn = q("ducklake_data_file"), q("ducklake_delete_file"), q("ducklake_snapshot")
 
     def rows(sql: str) -> list[tuple[int, ...]]:
         return [tuple(_int(v) for v in r) for r in conn.exec_driver_sql(sql)
                 if wanted is None or _int(r[1]) in wanted]
 
-    for snap, tid, n, recs, size in rows(
-            f"SELECT begin_snapshot, table_id, count(*), sum(record_count), sum(file_size_bytes) FROM {df} "
-            "GROUP BY begin_snapshot, table_id"):
+    rewrites = _rewrites(conn)
+    multi = "partial_max > begin_snapshot"  # rows of several snapshots in one file (flush, compaction)
+    moved = "row_id_start IS NULL AND partial_max IS NULL"  # a rewrite's file: row ids embedded, one snapshot
+    for snap, tid, n, recs, size, embedded, rewritten in rows(
+            f"SELECT begin_snapshot, table_id, count(*), sum(record_count), sum(file_size_bytes), "
+            f"sum(CASE WHEN {multi} THEN record_count ELSE 0 END), "
+            f"sum(CASE WHEN {moved} THEN record_count ELSE 0 END) FROM {df} GROUP BY begin_snapshot, table_id"):
         m = out[snap][tid]
         m.data_files_added += n
-        m.rows_added += recs
         m.bytes_added += size
+        # A rewrite's files hold the rows of the files it ends: moved, not inserted (nor deleted, below).
+        rewritten = rewritten if (snap, tid) in rewrites else 0
+        m.rows_added += recs - (embedded if data_path is not None else 0) - rewritten
+        m.rows_deleted -= rewritten
     for snap, tid, n, size in rows(
             f"SELECT end_snapshot, table_id, count(*), sum(file_size_bytes) FROM {df} WHERE end_snapshot IS NOT NULL "
             "GROUP BY end_snapshot, table_id"):
         m = out[snap][tid]
         m.data_files_removed += n
         m.bytes_removed += size
-    for snap, tid, n, positions, size in rows(
-            f"SELECT begin_snapshot, table_id, count(*), sum(delete_count), sum(file_size_bytes) FROM {dl} "
-            "GROUP BY begin_snapshot, table_id"):
+    # Delete files embedding each position's snapshot: rewritten in place (`partial_max`), or written after their
+    # begin_snapshot (a flush: the file id is at or past that snapshot's next_file_id). Deletion vectors never do.
+    embeds = ("(d.partial_max > d.begin_snapshot OR d.delete_file_id >= x.next_file_id) "
+              "AND coalesce(d.format, 'parquet') <> 'puffin'")
+    for snap, tid, n, positions, size, embedded in rows(
+            f"SELECT d.begin_snapshot, d.table_id, count(*), sum(d.delete_count), sum(d.file_size_bytes), "
+            f"sum(CASE WHEN {embeds} THEN d.delete_count ELSE 0 END) FROM {dl} d "
+            f"LEFT JOIN {sn} x ON x.snapshot_id = d.begin_snapshot GROUP BY d.begin_snapshot, d.table_id"):
         m = out[snap][tid]
         m.delete_files_added += n
-        m.rows_deleted += positions
+        m.rows_deleted += positions - (embedded if data_path is not None else 0)
         m.bytes_added += size
     # A delete file ending while its data file lives on was replaced: its positions are in the new one too.
     for snap, tid, n, replaced, size in rows(
@@ -112,6 +171,23 @@ def snapshot_metrics(conn: Connection, backend: Backend, table_ids: Iterable[int
         m.delete_files_removed += n
         m.rows_deleted -= replaced
         m.bytes_removed += size
+    if data_path is not None:
+        found = [_Embedded(int(tid), int(begin), None if last is None else int(last), path, bool(rel))
+                 for tid, begin, last, path, rel in (
+                     *conn.exec_driver_sql(f"SELECT table_id, begin_snapshot, partial_max, path, path_is_relative "
+                                           f"FROM {df} WHERE {multi}"),
+                     *conn.exec_driver_sql(f"SELECT d.table_id, d.begin_snapshot, NULL, d.path, d.path_is_relative "
+                                           f"FROM {dl} d LEFT JOIN {sn} x ON x.snapshot_id = d.begin_snapshot "
+                                           f"WHERE {embeds}"))
+                 if wanted is None or int(tid) in wanted]
+        for f, counts in zip(found, _read_embedded(conn, backend, found, data_path, storage_options or {}),
+                             strict=True):
+            for snap, n in counts.items():
+                m = out[snap][f.table_id]
+                if f.last is None:
+                    m.rows_deleted += n
+                else:
+                    m.rows_added += n
     # Rows still live in each data file when it ends: its rows less the deletes of the delete file live just before.
     # A join, not a correlated subquery: SQLite would scan the delete files once per ended file.
     ended = rows(
@@ -134,6 +210,91 @@ def snapshot_metrics(conn: Connection, backend: Backend, table_ids: Iterable[int
         m.inlined_rows_deleted += gone
         m.rows_deleted += gone
     return {snap: {tid: m for tid, m in per.items() if not m.is_empty()} for snap, per in out.items()}
+
+
+def _rewrites(conn: Connection) -> set[tuple[int, int]]:
+    """`(snapshot, table id)` of every rewrite (`rewrite_delete`), as DuckDB's and our rewrites record them."""
+    t = s.snapshot_changes_t
+    found = conn.execute(select(t.c.snapshot_id, t.c.changes_made).where(t.c.changes_made.like("%rewrite_delete:%")))
+    return {(int(snap), int(tid)) for snap, text in found for tid in _REWRITE.findall(text or "")}
+
+
+@dataclass(frozen=True)
+class _PathRow:
+    path: str | None
+    path_is_relative: bool
+
+
+def _table_dirs(conn: Connection, backend: Backend, data_path: str) -> dict[int, str]:
+    """Every table's directory (dropped tables and schemas included: their newest row)."""
+    q = backend.qualify
+    schemas = {int(sid): _PathRow(path, bool(rel)) for sid, path, rel in conn.exec_driver_sql(
+        f"SELECT schema_id, path, path_is_relative FROM {q('ducklake_schema')} ORDER BY begin_snapshot").all()}
+    return {int(tid): table_dir(data_path, schemas.get(int(sid)), _PathRow(path, bool(rel)))
+            for tid, sid, path, rel in conn.exec_driver_sql(
+                f"SELECT table_id, schema_id, path, path_is_relative FROM {q('ducklake_table')} "
+                "ORDER BY begin_snapshot").all()}
+
+
+def _read_embedded(conn: Connection, backend: Backend, found: list[_Embedded], data_path: str,
+                   storage_options: Mapping[str, Any]) -> list[Counter[int]]:
+    """Per file, how many of its rows or positions count at each snapshot (small reads, in parallel: object-store
+    round trips)."""
+    if not found:
+        return []
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ducklake_cli.storage.listing import WORKERS
+
+    dirs = _table_dirs(conn, backend, data_path)
+
+    def one(f: _Embedded) -> Counter[int]:
+        path = dirs[f.table_id] + f.path if f.path_is_relative else f.path
+        out: Counter[int] = Counter()
+        for embedded, n in _embedded_snapshots(path, storage_options).items():
+            out[f.snapshot(embedded)] += n
+        return out
+
+    with ThreadPoolExecutor(max_workers=min(WORKERS, len(found))) as pool:
+        return list(pool.map(one, found))
+
+
+def _embedded_snapshots(path: str, storage_options: Mapping[str, Any]) -> Counter[int | None]:
+    """How many rows of a Parquet file embed each snapshot id (None: the file has no such column, or a row has
+    none). Row groups whose statistics show one snapshot are counted from the footer alone."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from ducklake_cli.errors import StorageError
+    from ducklake_cli.storage.files import filesystem
+
+    out: Counter[int | None] = Counter()
+    try:
+        with filesystem(path, dict(storage_options)).open(path, "rb") as fh:
+            pf = pq.ParquetFile(fh)
+            meta = pf.metadata
+            fields = pf.schema_arrow
+            name = next((fl.name for fl in fields
+                         if int((fl.metadata or {}).get(b"PARQUET:field_id", b"0")) == SNAPSHOT_ID_FIELD_ID),
+                        SNAPSHOT_ID_COLUMN if SNAPSHOT_ID_COLUMN in fields.names else None)
+            if name is None:
+                out[None] = meta.num_rows
+                return out
+            leaf = next(i for i in range(meta.num_columns) if meta.schema.column(i).path == name)
+            for g in range(meta.num_row_groups):
+                group = meta.row_group(g)
+                stats = group.column(leaf).statistics
+                if (stats is not None and stats.has_min_max and stats.min == stats.max
+                        and stats.has_null_count and stats.null_count == 0):
+                    out[int(stats.min)] += group.num_rows
+                    continue
+                counts = pc.value_counts(pf.read_row_group(g, columns=[name]).column(0))
+                for value, n in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(),
+                                    strict=True):
+                    out[None if value is None else int(value)] += int(n)
+    except (OSError, ValueError, KeyError) as exc:
+        raise StorageError(f"cannot read the snapshot ids of {path}: {exc}") from exc
+    return out
 
 
 def _delete_tables(conn: Connection, backend: Backend, wanted: set[int] | None) -> list[tuple[int, str]]:

@@ -328,7 +328,8 @@ def snapshots(lake: Lake, table: str | None = None) -> SnapshotList:
         names = table_names(r.conn, r.backend)
         if table is not None:
             tid = _table_id(r, table, names)
-        metrics = snapshot_metrics(r.conn, r.backend, None if tid is None else [tid])
+        metrics = snapshot_metrics(r.conn, r.backend, None if tid is None else [tid], data_path=r.data_path,
+                                   storage_options=lake.storage_options)
         rows = []
         for s in r.snapshots():
             try:

@@ -1,11 +1,11 @@
 """Per-snapshot metrics (`inspect --snapshots`) checked against DuckDB on DuckDB-built lakes: per table, the rows
 added less the rows deleted equal the change of DuckDB's count, and the files and bytes added less those removed
-equal the change of what `ducklake_list_files` lists. Metadata only."""
+equal the change of what `ducklake_list_files` lists, at every snapshot (flushed and merged files included).
+Each snapshot's rows against DuckDB's `table_changes`: test_history_changes.py."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections import defaultdict
 from pathlib import Path
 
@@ -32,25 +32,12 @@ def per_table(listing: inspect_ops.SnapshotList) -> dict[int, dict[int, Metrics]
     return {s.snapshot_id: {m.table_id: m.metrics for m in s.tables} for s in listing.snapshots}
 
 
-def partial_spans(catalog: Path) -> dict[int, list[tuple[int, int]]]:
-    """Per table, the snapshots [begin, partial_max) of files holding rows of several snapshots: the catalog
-    records them at their begin_snapshot, so only the running totals after partial_max are exact."""
-    out: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    with sqlite3.connect(catalog) as con:
-        for table in ("ducklake_data_file", "ducklake_delete_file"):
-            for tid, begin, end in con.execute(
-                    f"SELECT table_id, begin_snapshot, partial_max FROM {table} WHERE partial_max IS NOT NULL"):
-                out[tid].append((begin, end))
-    return out
-
-
-def check_against_duckdb(catalog: Path, *, every_snapshot: bool) -> None:
-    """Running sums of our metrics equal DuckDB's live rows, files and bytes (at every snapshot, or the last)."""
-    state = live_state(attach_sql("sqlite", catalog), NAMES, last_only=not every_snapshot)
+def check_against_duckdb(catalog: Path) -> None:
+    """Running sums of our metrics equal DuckDB's live rows, files and bytes at every snapshot."""
+    state = live_state(attach_sql("sqlite", catalog), NAMES)
     with Lake.open(parse_catalog(str(catalog)), read_only=True) as lake:
         metrics = per_table(inspect_ops.snapshots(lake))
     running: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    spans = partial_spans(catalog)
     checked = 0
     for snap in sorted(metrics):
         for tid, m in metrics[snap].items():
@@ -63,21 +50,19 @@ def check_against_duckdb(catalog: Path, *, every_snapshot: bool) -> None:
             assert m.rows_added >= m.inlined_rows_added and m.rows_deleted >= m.inlined_rows_deleted
         if snap in state:
             for tid in NAMES:
-                if any(begin <= snap < end for begin, end in spans.get(tid, ())):
-                    continue  # inside a file DuckDB rewrote in place with per-row snapshots (partial_max)
                 expected = state[snap].get(tid, (0, 0, 0, 0))
                 assert tuple(running[tid]) == expected, f"snapshot {snap}, table {tid}"
                 checked += 1
-    assert checked >= (30 if every_snapshot else 2)
+    assert checked >= 30
 
 
 def test_metrics_follow_duckdb_at_every_snapshot(lake_path: Path) -> None:
-    check_against_duckdb(lake_path, every_snapshot=True)
+    check_against_duckdb(lake_path)
 
 
-def test_totals_hold_after_flush_and_compaction(tmp_path: Path) -> None:
-    # Rewritten files count at the begin_snapshot the catalog records: only the totals are checked here.
-    check_against_duckdb(build_lake(tmp_path / "lake", HISTORY), every_snapshot=False)
+def test_totals_hold_through_flush_and_compaction(tmp_path: Path) -> None:
+    # Rows of flushed and merged files count at the snapshots they embed: exact at every snapshot.
+    check_against_duckdb(build_lake(tmp_path / "lake", HISTORY))
 
 
 def test_json_keeps_its_fields_and_adds_metrics(lake_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,6 +18,7 @@ from ducklake_cli.api import connect
 from ducklake_cli.catalog.snapshots import SnapshotSelector
 from ducklake_cli.ops.dml import ChangeResult, run_change
 from ducklake_cli.ops.query import table_dataframe
+from tests.support.history_changes import assert_rows_match_table_changes
 from tests.support.oracle import oracle_connect, transaction, used
 from tests.support.services import pg_database, require_env
 from tests.support.spot import Spot
@@ -309,6 +310,8 @@ def run_sequence(seq: Sequence_, backend: str, tmp: Path) -> Lakes:
             # takes seconds per lake.
             if seq.our_reader:
                 lakes.compare_ours(both=backend == "sqlite")
+            for spot in (a, b):  # `inspect --snapshots` row counts on both lakes, each changed by both sides
+                assert_rows_match_table_changes(spot, seq.table)
             return lakes
     finally:
         con.close()
