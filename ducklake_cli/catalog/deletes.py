@@ -1,15 +1,22 @@
-"""Catalog rows of row-level deletes (spec §4, §5.4 DELETE): inlined file deletions, delete files (new, or
-replacing a file's old one), and ended inlined rows. Every function stages rows on a `Transaction`."""
+"""Catalog rows of row-level deletes (spec §4, §5.4 DELETE): inlined file deletions (and reading them back for a
+flush), delete files (new, or replacing a file's old one), and ended inlined rows. Every function that writes
+stages rows on a `Transaction`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from sqlalchemy import and_, delete
+from sqlalchemy import and_, delete, select
 
 from ducklake_cli.catalog import schema as s
+from ducklake_cli.catalog.queries import CHUNK, data_file
 from ducklake_cli.catalog.transaction import Transaction
 from ducklake_cli.catalog.writes import schedule_for_deletion
+
+if TYPE_CHECKING:
+    from ducklake_cli.catalog.models import DataFile
+    from ducklake_cli.catalog.reader import MetadataReader
 
 
 def add_inlined_file_deletes(tx: Transaction, table_id: int, positions: Sequence[tuple[int, int]]) -> None:
@@ -22,6 +29,35 @@ def add_inlined_file_deletes(tx: Transaction, table_id: int, positions: Sequence
     tx.execute_text(f"INSERT INTO {name} (file_id, row_id, begin_snapshot) VALUES (:f, :p, :s)",
                     [{"f": f, "p": p, "s": tx.snapshot_id} for f, p in positions])
     tx.change("inlined_delete", table_id)
+
+
+def inlined_file_deletions(reader: MetadataReader, table_id: int) -> list[tuple[int, int, int]]:
+    """Every inlined file deletion of the table, whatever its snapshot: `(data file id, position, begin
+    snapshot)` (the table is created on demand, so probe)."""
+    name = s.inlined_delete_table_name(table_id)
+    if name not in reader.table_names():
+        return []
+    rows = reader.conn.exec_driver_sql(f"SELECT file_id, row_id, begin_snapshot FROM {reader.backend.qualify(name)}")
+    return [(int(f), int(p), int(b)) for f, p, b in rows]
+
+
+def clear_inlined_file_deletes(tx: Transaction, table_id: int) -> int:
+    """Remove every row of `ducklake_inlined_delete_<table_id>` (flushed into delete files); the table stays, as
+    DuckDB's flush leaves it. Returns how many rows went."""
+    name = s.inlined_delete_table_name(table_id)
+    return int(tx.execute_text(f"DELETE FROM {tx.backend.qualify(name)}").rowcount)
+
+
+def data_files_by_id(reader: MetadataReader, table_id: int, data_file_ids: Sequence[int]) -> dict[int, DataFile]:
+    """The table's data file rows with these ids, live or ended (DuckDB flushes inlined deletions of either)."""
+    t = s.data_file_t
+    ids = list(data_file_ids)
+    out: dict[int, DataFile] = {}
+    for i in range(0, len(ids), CHUNK):
+        for r in reader.conn.execute(select(t).where(t.c.table_id == table_id,
+                                                     t.c.data_file_id.in_(ids[i:i + CHUNK]))):
+            out[int(r.data_file_id)] = data_file(r)
+    return out
 
 
 def add_delete_file(tx: Transaction, table_id: int, data_file_id: int, *, path: str, count: int, size: int,

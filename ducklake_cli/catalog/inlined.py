@@ -16,6 +16,10 @@ from ducklake_cli.catalog.types import DUCKDB_TYPES, decimal_parts
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from sqlalchemy import Connection
+
+    from ducklake_cli.catalog.backends import Backend
+    from ducklake_cli.catalog.transaction import Transaction
 
 # What the stored type becomes for Spark (engine/spark_types.py `spark_type` is the other half of this contract).
 _SPARK_COMPATIBLE: dict[str, str] = {
@@ -115,3 +119,40 @@ def encode_inlined(table: pa.Table, columns: Sequence[ColumnInfo]) -> list[list[
     raws = table.to_pylist()
     names = table.column_names
     return [[(txt, raw[names[i]]) for i, txt in enumerate(row)] for row, raw in zip(texts, raws, strict=True)]
+
+
+def set_flushed_row_id_start(tx: Transaction, table_id: int, data_file_id: int, row_id_start: int) -> None:
+    """A file of flushed inlined rows records their smallest row id as `row_id_start`, as DuckDB's flush does (the
+    rows' own ids are embedded: readers take those)."""
+    from sqlalchemy import and_, update
+
+    from ducklake_cli.catalog import schema as s
+
+    df = s.data_file_t
+    tx.execute(update(df).where(and_(df.c.table_id == table_id, df.c.data_file_id == data_file_id))
+               .values(row_id_start=row_id_start))
+
+
+def drop_empty_superseded(conn: Connection, backend: Backend) -> list[str]:
+    """Drop every empty inlined-data table superseded by a later schema version of its table, and its
+    registration, as DuckDB does after a commit that flushed inlined data (no snapshot: nothing reads them).
+    Returns the tables dropped."""
+    from sqlalchemy import and_, delete, func, select
+
+    from ducklake_cli.catalog import schema as s
+
+    t = s.inlined_tables_t
+    newest = {int(tid): int(v) for tid, v in conn.execute(
+        select(t.c.table_id, func.max(t.c.schema_version)).group_by(t.c.table_id))}
+    existing = backend.list_tables(conn)
+    dropped = []
+    for tid, name, version in conn.execute(select(t.c.table_id, t.c.table_name, t.c.schema_version)).all():
+        if int(version) >= newest[int(tid)]:
+            continue
+        q = backend.qualify(name)
+        if name not in existing or conn.exec_driver_sql(f"SELECT count(*) FROM {q}").scalar_one():
+            continue  # a missing one is left for `verify` to name
+        conn.execute(delete(t).where(and_(t.c.table_id == tid, t.c.schema_version == version)))
+        conn.exec_driver_sql(f"DROP TABLE IF EXISTS {q}")
+        dropped.append(str(name))
+    return dropped

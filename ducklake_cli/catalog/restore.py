@@ -14,6 +14,7 @@ from sqlalchemy import and_, select, update
 from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.columns import table_altered
 from ducklake_cli.catalog.ddl import COMMENT_KEY, comment_column, comment_table, set_partition, set_sort
+from ducklake_cli.catalog.deletes import inlined_file_deletions
 from ducklake_cli.catalog.models import ColumnInfo, DataFile, DeleteFile, TableInfo
 from ducklake_cli.catalog.transaction import Transaction
 from ducklake_cli.catalog.writes import column_rows
@@ -48,11 +49,7 @@ def file_states(reader: MetadataReader, table_id: int, snapshot_id: int) -> dict
 
 def inlined_file_deletes(reader: MetadataReader, table_id: int) -> list[tuple[int, int, int]]:
     """Every inlined file deletion of the table: `(data file id, position, begin snapshot)`."""
-    name = s.inlined_delete_table_name(table_id)
-    if name not in reader.table_names():
-        return []
-    rows = reader.conn.exec_driver_sql(f"SELECT file_id, row_id, begin_snapshot FROM {reader.backend.qualify(name)}")
-    return [(int(f), int(p), int(b)) for f, p, b in rows]
+    return inlined_file_deletions(reader, table_id)
 
 
 @dataclass(frozen=True)

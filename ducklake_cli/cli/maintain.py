@@ -226,8 +226,9 @@ def flush(
     data_path: DataPathOpt = None, metadata_schema: MetadataSchemaOpt = None, fmt: FormatOpt = OutputFormat.table,
     debug: DebugOpt = False,
 ) -> None:
-    """Move rows inlined in the catalog into Parquet files, keeping their row ids and snapshots (one snapshot per
-    table, change inline_flush).
+    """Move rows inlined in the catalog into Parquet files, keeping their row ids and snapshots, and inlined
+    deletions of Parquet rows into delete files, as DuckDB's flush does (one snapshot; changes inline_flush and
+    deleted_from_table).
 
     Examples:
 

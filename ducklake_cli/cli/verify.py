@@ -1,5 +1,6 @@
 """`ducklake verify`: a health check of the lake from metadata, file sizes and (with --deep) Parquet footers;
-`--repair` ends damaged files through the shared plan flow."""
+`--repair` ends damaged files (rows lost per table shown) and truncates appended bytes through the shared plan
+flow."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ PROBLEMS_EXIT = ProblemsFoundError.exit_code
 def _unhealthy(found: VerifyReport, *, left: int | None = None) -> ProblemsFoundError:
     n = len(found.problems) if left is None else left
     return ProblemsFoundError(f"verify: {n} problem(s) found in {found.catalog} (exit {PROBLEMS_EXIT})",
-                              hint="--format json lists them; --repair ends missing, empty or unreadable files")
+                              hint="--format json lists them; --repair ends missing, empty or unreadable files "
+                                   "and truncates bytes appended to a file")
 
 
 def verify(
@@ -32,8 +34,11 @@ def verify(
     deep: Annotated[bool, typer.Option("--deep", help="Also read every Parquet footer: row counts, field ids and "
                                                       "min/max bounds against the catalog.")] = False,
     repair: Annotated[bool, typer.Option("--repair", help="End missing, empty or unreadable data files (and the "
-                                                          "data files of such delete files) in one new snapshot; "
-                                                          "never deletes a file.")] = False,
+                                                          "data files of such delete files) in one new snapshot, "
+                                                          "showing the rows each table loses; truncate files with "
+                                                          "bytes appended after a whole Parquet file of their "
+                                                          "recorded size back to it (no rows lost); never deletes "
+                                                          "a file.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="With --repair: print the plan, change nothing.")]
     = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="With --repair: apply without asking.")] = False,

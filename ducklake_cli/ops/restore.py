@@ -253,16 +253,17 @@ class RestorePlan(Plan):
 
 def _refuse_inlined_deletions(table: TableInfo, inl_deletes: Sequence[tuple[int, int, int]],
                               touched: set[int]) -> None:
-    """Refuse to end, copy or re-delete a data file that has inlined deletions: DuckDB 1.5.5's flush would later
-    write them to a delete file beginning at their old snapshot, overlapping the one restore ended, and older
-    snapshots would read wrongly. Flushed first, they are in the delete file restore handles."""
+    """Refuse to end, copy or re-delete a data file that has inlined deletions: a later flush (DuckDB 1.5.5's, or
+    ours, which writes what DuckDB's does) would write them to a delete file beginning at their old snapshot,
+    overlapping the one restore ended, and older snapshots would read wrongly. Flushed first, they are in the
+    delete file restore handles."""
     hit = {fid for fid, _, _ in inl_deletes} & touched
     if hit:
         raise DuckLakeError(f"cannot restore {table.qualified_name} yet: {len(hit)} data file(s) restore would "
-                            "change have inlined deletions (DuckDB's later flush would corrupt older snapshots); "
-                            "nothing changed", hint="flush them with DuckDB first (`CALL ducklake_flush_inlined_data"
-                                                    "('<lake>')`; `ducklake maintain flush` does not flush "
-                                                    "deletions yet), then restore again")
+                            "change have inlined deletions (a later flush would corrupt older snapshots); "
+                            "nothing changed",
+                            hint=f"flush them first (`ducklake maintain flush CATALOG --table {table.qualified_name}"
+                                 "`, or DuckDB's `CALL ducklake_flush_inlined_data('<lake>')`), then restore again")
 
 
 def _refuse_changed(kinds: Sequence[str], table: TableInfo) -> None:

@@ -1,7 +1,8 @@
 """`ducklake verify`: is the lake healthy at its latest snapshot? Live files exist with their recorded sizes;
 with `deep`, footers agree with the catalog (row counts, field ids, min/max bounds); registered inlined tables
 exist; the snapshot, schema-version and id sequences are consistent. `plan_repair` ends damaged files in one new
-snapshot so the lake reads again (never deleting a file)."""
+snapshot so the lake reads again, saying how many rows each table loses, and cuts files that only have bytes
+appended after their recorded size back to it (no rows lost); it never deletes a file."""
 
 from __future__ import annotations
 
@@ -20,12 +21,14 @@ from ducklake_cli.ops.results import Section
 from ducklake_cli.storage.files import split_protocol
 
 if TYPE_CHECKING:
-    from ducklake_cli.catalog.models import ColumnInfo, ColumnStats, NameMapping, TableInfo
+    from ducklake_cli.catalog.models import ColumnInfo, ColumnStats, DeleteFile, NameMapping, TableInfo
     from ducklake_cli.lake import Lake, LakeReader
     from ducklake_cli.storage.footers import FooterSummary, LeafBounds
 
-# Damage `--repair` can end a file for: the file cannot be read at all.
-REPAIRABLE = frozenset({"missing_file", "empty_file", "unreadable_file"})
+# Damage `--repair` ends a data file for (the file cannot be read at all), and damage it undoes without losing a row.
+ENDED_FOR = frozenset({"missing_file", "empty_file", "unreadable_file"})
+APPENDED = "appended_bytes"  # a whole Parquet file of the recorded size, then more bytes: truncated back
+REPAIRABLE = ENDED_FOR | {APPENDED}
 _NESTED = frozenset({"struct", "list", "map"})
 INTERNAL_FIELD_IDS = frozenset({ROW_ID_FIELD_ID, SNAPSHOT_ID_FIELD_ID})  # DuckDB's row-id and snapshot columns
 
@@ -252,8 +255,9 @@ def _bounds(f: _File, s: FooterSummary, cat: _Catalog) -> tuple[int, list[str]]:
 
 
 def _file_problems(files: Sequence[_File], sizes: Mapping[str, int | None],
-                   footers: Mapping[str, FooterSummary | str], cat: _Catalog, checked: dict[str, int]
-                   ) -> list[Problem]:
+                   footers: Mapping[str, FooterSummary | str], cat: _Catalog, checked: dict[str, int],
+                   prefixes: Mapping[str, FooterSummary | str]) -> list[Problem]:
+    """`prefixes`: for a file larger than recorded, the summary of the Parquet file its recorded size makes."""
     out: list[Problem] = []
     for f in files:
         def add(kind: str, detail: str, f: _File = f) -> None:
@@ -263,18 +267,23 @@ def _file_problems(files: Sequence[_File], sizes: Mapping[str, int | None],
 
         size = sizes.get(f.path)
         footer = footers.get(f.path)
+        prefix = prefixes.get(f.path)
         if size is None:
             add("missing_file", f"does not exist (catalog records {f.size} bytes)")
             continue
         if size == 0:
             add("empty_file", f"is 0 bytes (catalog records {f.size})")
             continue
-        if isinstance(footer, str):
+        if prefix is not None and not isinstance(prefix, str):
+            add(APPENDED, f"{size:,} bytes, catalog records {f.size:,}: a whole Parquet file of that size, then "
+                          f"{size - f.size:,} byte(s) appended (--repair cuts them off; no rows lost)")
+            footer = prefix
+        elif isinstance(footer, str):
             add("unreadable_file", f"{size} bytes (catalog records {f.size}); {footer.replace(f.path, 'the file')}")
             continue
-        if size != f.size:
+        elif size != f.size:
             add("size_mismatch", f"{size} bytes, catalog records {f.size}")
-        if footer is None or not cat.deep:  # without --deep a footer is read only to tell a truncated file
+        if footer is None or isinstance(footer, str) or not cat.deep:  # else only read to tell a damaged file
             continue
         checked["footers"] += 1
         if footer.num_rows != f.rows:
@@ -298,9 +307,12 @@ def verify(lake: Lake, *, table: str | None = None, deep: bool = False) -> Verif
     with lake.reader() as r:
         cat = _gather(r, table, deep)
     sizes = _sizes([f.path for f in cat.files], lake.storage_options)
+    # A file larger than recorded: is what the catalog records (its first bytes) a whole Parquet file?
+    grown = {f.path: f.size for f in cat.files if f.parquet and not f.encrypted and (sizes.get(f.path) or 0) > f.size}
+    prefixes = read_summaries(sorted(grown), lake.storage_options, sizes=grown)
     # Footers: every Parquet file when deep; otherwise only those whose size is off (truncated, or worse).
     wanted = [f.path for f in cat.files if f.parquet and not f.encrypted and sizes.get(f.path)
-              and (deep or sizes.get(f.path) != f.size)]
+              and (deep or sizes.get(f.path) != f.size) and isinstance(prefixes.get(f.path, ""), str)]
     footers = read_summaries(sorted(set(wanted)), lake.storage_options)
     checked = {"tables": len(cat.tables), "data_files": sum(f.kind == "data" for f in cat.files),
                "delete_files": sum(f.kind == "delete" for f in cat.files),
@@ -309,7 +321,7 @@ def verify(lake: Lake, *, table: str | None = None, deep: bool = False) -> Verif
                # footers of encrypted files need the key: --deep cannot check their counts or bounds
                "footers_skipped_encrypted": sum(1 for f in cat.files if deep and f.parquet and f.encrypted
                                                 and sizes.get(f.path))}
-    problems = _file_problems(cat.files, sizes, footers, cat, checked)
+    problems = _file_problems(cat.files, sizes, footers, cat, checked, prefixes)
     names = {t.table_id: t.qualified_name for t in cat.tables}
     problems += [Problem(x.kind, x.detail, names.get(x.table_id) if x.table_id is not None else None)
                  for x in cat.findings if x.table_id is None or x.table_id in names or table is None]
@@ -320,26 +332,66 @@ def verify(lake: Lake, *, table: str | None = None, deep: bool = False) -> Verif
 
 
 @dataclass(frozen=True)
-class RepairReport(MaintenanceReport):
-    """The repair plan (or what it did): data files ended, and the verify problems it acted on."""
+class EndFile:
+    """A live data file the repair ends, with the rows the table reads from it now (they leave the table)."""
 
-    def _ended(self) -> list[FileAction]:
-        return [f for f in self.files if f.action == "end"]
+    table: str
+    path: str
+    size: int  # recorded bytes
+    reason: str
+    rows: int
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """A file with bytes appended after its recorded size, cut back to it (no row lost)."""
+
+    table: str
+    path: str
+    size: int  # recorded bytes: what it is cut back to
+    actual: int  # its size when verified (it must still have it)
+
+
+def _rows_phrase(rows_lost: Mapping[str, int]) -> str:
+    return ", ".join(f"{t} loses {n:,} row(s)" for t, n in sorted(rows_lost.items()))
+
+
+@dataclass(frozen=True)
+class RepairReport(MaintenanceReport):
+    """The repair plan (or what it did): data files ended (with the rows each table loses), files truncated back
+    to their recorded size, and the verify problems it acted on."""
+
+    def _of_kind(self, action: str) -> list[FileAction]:
+        return [f for f in self.files if f.action == action]
 
     def is_empty(self) -> bool:
-        """No file to end."""
-        return not self._ended()
+        """No file to end or truncate."""
+        return not self._of_kind("end") and not self._of_kind("truncate")
+
+    def _what(self) -> str:
+        ended, cut = len(self._of_kind("end")), len(self._of_kind("truncate"))
+        parts = []
+        if ended or not cut:
+            rows = _rows_phrase(self.extra.get("rows_lost", {}))
+            parts.append(f"end {ended} damaged data file(s) in one snapshot" + (f" ({rows})" if rows else ""))
+        if cut:
+            parts.append(f"truncate {cut} file(s) with bytes appended back to their recorded size (no rows lost)")
+        return " and ".join(parts)
 
     def headline(self) -> str:
         """One line for people."""
         verb = "would" if self.dry_run else "did"
         left = int(self.extra.get("unrepairable", 0))
         tail = f"; {left} problem(s) --repair cannot fix" if left else ""
-        return f"repair: {verb} end {len(self._ended())} damaged data file(s) in one snapshot{tail}"
+        return f"repair: {verb} {self._what()}{tail}"
+
+    def question(self) -> str:
+        """The confirmation question: rows lost per table, or none."""
+        return f"{self._what()} — go ahead?"
 
     def to_json(self) -> Any:
-        """`{verb, catalog, dry_run, files[{path, action, bytes, reason}], notes, healthy, unrepairable,
-        snapshot_id, problems[…]}` (none of expire's or cleanup's counts)."""
+        """`{verb, catalog, dry_run, files[{path, action, bytes, reason}], notes, rows_lost{table: rows},
+        healthy, unrepairable, snapshot_id, problems[…]}` (none of expire's or cleanup's counts)."""
         out: dict[str, Any] = {"verb": self.verb, "catalog": self.catalog, "dry_run": self.dry_run,
                                "files": [{"path": f.path, "action": f.action, "bytes": f.bytes, "reason": f.reason}
                                          for f in self.files], "notes": list(self.notes)}
@@ -347,9 +399,12 @@ class RepairReport(MaintenanceReport):
         return out
 
     def sections(self) -> list[Section]:
-        """The files ended (the CSV section) and notes."""
+        """The files ended or truncated (the CSV section), rows lost per table, and notes."""
         out = [Section("repair: " + ("Plan" if self.dry_run else "Done"), ("action", "path", "bytes", "reason"),
                        tuple((f.action, f.path, f.bytes, f.reason) for f in self.files))]
+        lost = self.extra.get("rows_lost", {})
+        if lost:
+            out.append(Section("Rows lost", ("table", "rows"), tuple(sorted(lost.items())), csv=False))
         if self.notes:
             out.append(Section("Notes", ("note",), tuple((n,) for n in self.notes), csv=False))
         return out
@@ -357,47 +412,58 @@ class RepairReport(MaintenanceReport):
 
 class RepairPlan(Plan):
     """End every live data file that is missing, empty or unreadable, or whose delete file is (its deleted rows
-    must not come back), in one snapshot with change `deleted_from_table`; files are never deleted."""
+    must not come back), in one snapshot with change `deleted_from_table`; truncate files that only have bytes
+    appended after a whole Parquet file of their recorded size back to it. Files are never deleted."""
 
     verb = "repair"
 
-    def __init__(self, found: VerifyReport, ends: Mapping[int, Mapping[int, tuple[str, int, str]]]) -> None:
+    def __init__(self, found: VerifyReport, ends: Mapping[int, Mapping[int, EndFile]],
+                 truncations: Sequence[Truncation] = ()) -> None:
         self.found = found
-        self.ends = ends  # table id → data file id → (path, recorded bytes, reason)
+        self.ends = ends  # table id → data file id → the file ended
+        self.truncations = tuple(truncations)
+
+    def rows_lost(self) -> dict[str, int]:
+        """Rows each table loses at the latest snapshot (tables with a file to end)."""
+        out: dict[str, int] = {}
+        for per in self.ends.values():
+            for e in per.values():
+                out[e.table] = out.get(e.table, 0) + e.rows
+        return out
 
     def report(self) -> RepairReport:
-        """The files to end."""
-        files = tuple(FileAction(path, "end", size, reason) for per in self.ends.values()
-                      for path, size, reason in per.values())
+        """The files to end (with their rows) and to truncate."""
+        files = [FileAction(e.path, "end", e.size, e.reason) for per in self.ends.values() for e in per.values()]
+        files += [FileAction(t.path, "truncate", t.size, f"{t.actual - t.size:,} byte(s) appended after the "
+                             f"recorded {t.size:,}; no rows lost") for t in self.truncations]
         left = [p for p in self.found.problems if not p.repairable]
         notes = ("ending a file removes its rows from the latest snapshot; earlier snapshots still name it",) \
-            if files else ()
+            if self.ends else ()
         # healthy: as the lake is after this run (a dry run changes nothing)
-        return RepairReport(self.verb, self.found.catalog, True, files=files, notes=notes, extra={
-            "healthy": self.found.healthy, "unrepairable": len(left), "snapshot_id": None,
-            "problems": [p.to_json() for p in self.found.problems]})
+        return RepairReport(self.verb, self.found.catalog, True, files=tuple(files), notes=notes, extra={
+            "rows_lost": self.rows_lost(), "healthy": self.found.healthy, "unrepairable": len(left),
+            "snapshot_id": None, "problems": [p.to_json() for p in self.found.problems]})
 
     def question(self) -> str:
-        """The confirmation question."""
-        n = sum(len(v) for v in self.ends.values())
-        return f"end {n} damaged data file(s) (their rows leave the table) — go ahead?"
+        """The confirmation question, with the rows each table loses."""
+        return self.report().question()
 
     def apply(self, lake: Lake) -> RepairReport:
-        """Commit one snapshot ending the files still live."""
+        """Truncate the files still as verified, then commit one snapshot ending the files still live."""
         from ducklake_cli.catalog.writes import end_data_files
+        from ducklake_cli.storage.parquet import truncate_parquet
 
-        ended: list[int] = []
+        for t in self.truncations:
+            truncate_parquet(t.path, t.size, lake.storage_options, expected=t.actual)
 
         def build(tx: Any) -> None:
-            ended.clear()
             for tid, per in self.ends.items():
-                n = end_data_files(tx, tid, sorted(per))
-                if n:
-                    ended.append(n)
+                if end_data_files(tx, tid, sorted(per)):
                     tx.change("deleted_from_table", tid)
 
         total = sum(len(v) for v in self.ends.values())
-        sid = lake.commit(build, message=f"ducklake verify --repair: ended {total} damaged data file(s)")
+        sid = lake.commit(build, message=f"ducklake verify --repair: ended {total} damaged data file(s)") \
+            if total else None
         report = self.report()
         left = int(report.extra["unrepairable"])
         return dataclasses.replace(report, dry_run=False, extra={**report.extra, "snapshot_id": sid,
@@ -406,24 +472,44 @@ class RepairPlan(Plan):
 
 def plan_repair(lake: Lake, *, table: str | None = None, deep: bool = False) -> RepairPlan:
     """Verify, then plan to end the data files the damage makes unreadable (a damaged delete file ends its data
-    file: dropping only the delete file would bring deleted rows back)."""
+    file: dropping only the delete file would bring deleted rows back), counting the rows each table reads from
+    them now, and to truncate files that only have bytes appended after their recorded size."""
     found = verify(lake, table=table, deep=deep)
     with lake.reader() as r:
         sid = r.latest_snapshot().snapshot_id
         tables = [r.find_table(sid, table)] if table else r.tables(sid)
         ids = [t.table_id for t in tables]
+        names = {t.table_id: t.qualified_name for t in tables}
         dirs = _dirs(r, sid, tables)
         data = {d.data_file_id: (d, file_path(dirs[d.table_id], d)) for d in r.data_files(sid, ids)}
-        owner = {x.delete_file_id: x.data_file_id for x in r.delete_files(sid, ids)}
-    ends: dict[int, dict[int, tuple[str, int, str]]] = defaultdict(dict)
+        deletes = {x.delete_file_id: x for x in r.delete_files(sid, ids)}
+        inlined = {tid: r.inlined_deletes(sid, tid) for tid in {d.table_id for d, _ in data.values()}}
+    newest: dict[int, DeleteFile] = {}  # data file id → its live delete file (the newest, as readers take it)
+    for x in deletes.values():
+        if x.data_file_id not in newest or x.begin_snapshot > newest[x.data_file_id].begin_snapshot:
+            newest[x.data_file_id] = x
+    deleted = {fid: x.delete_count for fid, x in newest.items()}  # rows the catalog records it deletes
+    ends: dict[int, dict[int, EndFile]] = defaultdict(dict)
+    grown: dict[str, tuple[str, int]] = {}  # path → (table, recorded size)
     for p in found.problems:
-        if not p.repairable or p.file_id is None:
+        if not p.repairable or p.file_id is None or p.path is None:
             continue
-        fid = owner.get(p.file_id) if p.file == "delete" else p.file_id
+        if p.kind == APPENDED:
+            recorded = data[p.file_id][0].file_size_bytes if p.file == "data" and p.file_id in data else \
+                deletes[p.file_id].file_size_bytes if p.file == "delete" and p.file_id in deletes else None
+            if recorded is not None:
+                grown[p.path] = (p.table or "", recorded)
+            continue
+        fid = deletes[p.file_id].data_file_id if p.file == "delete" and p.file_id in deletes else \
+            p.file_id if p.file == "data" else None
         if fid is None or fid not in data:
             continue
         d, path = data[fid]
         what = p.kind.removesuffix("_file").replace("_", " ")
         reason = f"its delete file is {what}: {p.path}" if p.file == "delete" else f"{what} file"
-        ends[d.table_id].setdefault(d.data_file_id, (path, d.file_size_bytes, reason))
-    return RepairPlan(found, ends)
+        rows = d.record_count - deleted.get(fid, 0) - inlined.get(d.table_id, {}).get(fid, 0)
+        ends[d.table_id].setdefault(fid, EndFile(names[d.table_id], path, d.file_size_bytes, reason, max(rows, 0)))
+    now = _sizes(sorted(grown), lake.storage_options) if grown else {}
+    truncations = [Truncation(t, path, size, int(now[path] or 0)) for path, (t, size) in sorted(grown.items())
+                   if (now.get(path) or 0) > size]
+    return RepairPlan(found, ends, truncations)

@@ -106,9 +106,11 @@ def summarize(metadata: Any, schema: Any) -> FooterSummary:
                          frozenset(nested), by_id, bounds)
 
 
-def read_summary(path: str, storage_options: Mapping[str, Any] | None = None) -> FooterSummary:
-    """The summary of one file's footer (raises StorageError when the footer cannot be read)."""
-    footer = read_footer(path, storage_options)
+def read_summary(path: str, storage_options: Mapping[str, Any] | None = None, *,
+                 size: int | None = None) -> FooterSummary:
+    """The summary of one file's footer (raises StorageError when the footer cannot be read); with `size`, of
+    the Parquet file its first `size` bytes make."""
+    footer = read_footer(path, storage_options, size=size)
     try:
         return summarize(footer.metadata, footer.schema)
     except (OSError, ValueError) as exc:
@@ -116,12 +118,14 @@ def read_summary(path: str, storage_options: Mapping[str, Any] | None = None) ->
 
 
 def read_summaries(paths: Sequence[str], storage_options: Mapping[str, Any] | None = None, *,
-                   workers: int = WORKERS) -> dict[str, FooterSummary | str]:
-    """Each file's footer summary, or the reason it could not be read (in parallel)."""
+                   workers: int = WORKERS, sizes: Mapping[str, int] | None = None) -> dict[str, FooterSummary | str]:
+    """Each file's footer summary, or the reason it could not be read (in parallel); a path in `sizes` is read
+    as the Parquet file its first `sizes[path]` bytes make."""
+    limits = sizes or {}
 
     def one(p: str) -> FooterSummary | str:
         try:
-            return read_summary(p, storage_options)
+            return read_summary(p, storage_options, size=limits.get(p))
         except StorageError as exc:
             return exc.message
         except Exception as exc:  # a damaged file may fail pyarrow in ways of its own

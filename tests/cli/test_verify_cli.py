@@ -69,8 +69,8 @@ def test_problems_exit_4_and_repair_flow(spot: Spot, capsys: pytest.CaptureFixtu
     code, out, err = run_main(capsys, "verify", spot.catalog, "--repair", "--yes", "--format", "json")
     doc = json.loads(out)
     assert code == 4 and doc["dry_run"] is False and doc["snapshot_id"] == before  # the size problem is left
-    assert set(doc) == {"verb", "catalog", "dry_run", "files", "notes", "healthy", "unrepairable", "snapshot_id",
-                        "problems"}  # no expire/cleanup counts
+    assert set(doc) == {"verb", "catalog", "dry_run", "files", "notes", "rows_lost", "healthy", "unrepairable",
+                        "snapshot_id", "problems"}  # no expire/cleanup counts
     assert doc["healthy"] is False and doc["unrepairable"] == 1
     assert _snapshots(lake) == before + 1
     assert lake.count() == 269 - 100  # DuckDB reads t without the ended file
