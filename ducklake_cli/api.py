@@ -53,7 +53,8 @@ class Lake(_BaseLake):
         self, query: str, *, snapshot: int | None = None, as_of: dt.datetime | None = None,
         spark: SparkSession | None = None,
     ) -> DataFrame:
-        """Spark SQL over the lake's tables (`schema.table`, `VERSION AS OF n`, `TIMESTAMP AS OF '…'`)."""
+        """Spark SQL over the lake's tables (`schema.table`, `VERSION AS OF n`, `TIMESTAMP AS OF '…'`), quoted as in
+        DuckDB (`"name"` is a name, `'it''s'` one string)."""
         from ducklake_cli.ops.query import sql_dataframe
 
         with self._on(spark):
@@ -138,8 +139,8 @@ class Lake(_BaseLake):
 
     def delete(self, table: str, where: str, *, message: str | None = None, author: str | None = None,
                spark: SparkSession | None = None) -> ChangeResult:
-        """Delete the rows of `table` for which the Spark SQL condition `where` holds, as one snapshot (`"true"`
-        deletes every row).
+        """Delete the rows of `table` for which the SQL condition `where` holds (Spark SQL, quoted as in DuckDB:
+        README "SQL dialect"), as one snapshot (`"true"` deletes every row).
 
         >>> lake.delete("events", "day < DATE '2025-01-01'", message="retention")
         """
@@ -152,7 +153,7 @@ class Lake(_BaseLake):
     def update(self, table: str, set: Mapping[str, str], where: str | None = None, *,
                message: str | None = None, author: str | None = None,
                spark: SparkSession | None = None) -> ChangeResult:
-        """Set columns of `table` to Spark SQL expressions (`{"status": "'closed'", "n": "n + 1"}`) in the rows
+        """Set columns of `table` to SQL expressions (`{"status": "'closed'", "n": "n + 1"}`) in the rows
         where `where` holds (every row when None), as one snapshot; updated rows keep their row ids.
 
         >>> lake.update("orders", {"status": "'cancelled'"}, "order_id = 42")

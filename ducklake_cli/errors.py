@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class DuckLakeError(Exception):
     """Root of every error this package raises on purpose."""
@@ -95,5 +97,47 @@ class TableExistsError(DuckLakeError):
     """`--mode create` on a table that exists."""
 
 
+class ScriptStoppedError(DuckLakeError):
+    """A script of statements that each commit (DDL) stopped part-way: `done` says what ran (the error's exit code
+    is that of the statement that failed)."""
+
+    def __init__(self, message: str, *, cause: DuckLakeError, done: object) -> None:
+        super().__init__(message, hint=cause.hint)
+        self.exit_code = cause.exit_code
+        self.cause = cause
+        self.done = done
+
+
+class ConstraintError(DuckLakeError):
+    """New rows would break a table's constraint: a NULL in a NOT NULL column."""
+
+
+class BadValueError(DuckLakeError):
+    """A value Spark could not compute or a column cannot hold: out of its type's range, not of its type (a failed
+    cast, an overflow)."""
+
+
 class ChangeParseError(ValueError):
     """A `changes_made` string DuckDB would reject (a ValueError: callers treat it as unreadable history)."""
+
+
+# An error of ours raised where Spark runs Python or SQL (executors) reaches the driver only as text: the last line of
+# the worker's traceback, or the message of `raise_error`, reads `ducklake_cli.errors.<Class>: <message>`.
+_EXECUTOR_LINE = re.compile(rf"{re.escape(__name__)}\.([A-Za-z]+): ([^\n]+)")
+
+
+def executor_text(error: DuckLakeError) -> str:
+    """`error` as the one line an executor's failure carries to the driver (`from_executor` reads it back)."""
+    return f"{__name__}.{type(error).__name__}: {' '.join(error.message.split())}"
+
+
+def from_executor(text: str) -> DuckLakeError | None:
+    """The error of ours an executor failed with, found in the text of Spark's failure; None if there is none."""
+    for name, message in reversed(_EXECUTOR_LINE.findall(text)):
+        cls = globals().get(name)
+        if isinstance(cls, type) and issubclass(cls, DuckLakeError):
+            try:
+                return cls(message.removesuffix(" SQLSTATE: P0001").strip())
+            except TypeError:  # a class that needs more than a message is never raised on executors
+                continue
+    return None

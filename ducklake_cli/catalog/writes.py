@@ -55,7 +55,8 @@ def column_rows(tx: Transaction, table_id: int, cols: Sequence[ColumnInfo]) -> l
         rows.append({"column_id": c.column_id, "begin_snapshot": tx.snapshot_id, "end_snapshot": None,
                      "table_id": table_id, "column_order": c.column_order, "column_name": c.name,
                      "column_type": c.type, "initial_default": c.initial_default,
-                     "default_value": c.default_value or "NULL", "nulls_allowed": c.nulls_allowed,
+                     "default_value": "NULL" if c.default_value is None else c.default_value,
+                     "nulls_allowed": c.nulls_allowed,
                      "parent_column": c.parent_column, "default_value_type": c.default_value_type or "",
                      "default_value_dialect": "duckdb"})
         rows.extend(column_rows(tx, table_id, c.children))

@@ -30,8 +30,9 @@ def delete(
     catalog: OptionalCatalogArg = None,
     table: Annotated[str | None, typer.Argument(help="Table to delete from: TABLE (schema main) or SCHEMA.TABLE.",
                                                 show_default=False)] = None,
-    where: Annotated[str | None, typer.Option("--where", help="Spark SQL condition on the table's columns; the rows "
-                                                              "it holds for are deleted.",
+    where: Annotated[str | None, typer.Option("--where", help="SQL condition on the table's columns, quoted as in "
+                                                              "DuckDB (\"my col\" is a column, 'it''s' a string); the "
+                                                              "rows it holds for are deleted.",
                                               show_default=False)] = None,
     every_row: Annotated[bool, typer.Option("--all", help="Delete every row (needs --yes, or --dry-run).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Count the rows that would be deleted; commit "

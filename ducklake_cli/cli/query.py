@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
@@ -26,14 +26,18 @@ from ducklake_cli.cli.common import (
 from ducklake_cli.cli.render import MAX_TABLE_ROWS, OutputFormat, render, render_stream
 from ducklake_cli.cli.render import message as notice
 from ducklake_cli.cli.runner import SparkFlags, lake_command
-from ducklake_cli.errors import InputError, UsageError
+from ducklake_cli.errors import InputError, QueryError, ScriptStoppedError, UsageError
+
+if TYPE_CHECKING:
+    from ducklake_cli.ops.ddl import DdlResult
 
 
 def query(
     catalog: OptionalCatalogArg = None,
     sql: Annotated[str | None, typer.Argument(
-        help="Spark SQL over the lake's tables: `schema.table` (unqualified names are in schema main), "
-             "`t VERSION AS OF 3`, `t TIMESTAMP AS OF '…'`. With one argument, CATALOG is $DUCKLAKE_CATALOG.",
+        help="Spark SQL over the lake's tables, quoted as in DuckDB (\"my col\" is a name, 'it''s' one string): "
+             "`schema.table` (unqualified names are in schema main), `t VERSION AS OF 3`, `t TIMESTAMP AS OF '…'`. "
+             "With one argument, CATALOG is $DUCKLAKE_CATALOG.",
         show_default=False)] = None,
     snapshot: SnapshotOpt = None,
     as_of: AsOfOpt = None,
@@ -90,43 +94,40 @@ def query(
         sql = None
     else:
         catalog, sql = shift_catalog(catalog, sql, "SQL")
-    from ducklake_cli.engine.planning.ddl_plan import is_ddl, split_ddl_script
-    from ducklake_cli.engine.planning.dml_plan import is_change, split_script
+    from ducklake_cli.engine.planning.ddl_plan import is_ddl
+    from ducklake_cli.engine.planning.dialect import split_statements
+    from ducklake_cli.engine.planning.dml_plan import change_statements, is_change
 
-    text = None
     if file is not None:
         try:
-            text = file.read_text(encoding="utf-8")
+            sql = file.read_text(encoding="utf-8")
         except OSError as exc:
             raise InputError(f"--file {file}: {exc.strerror or exc}") from None
-    ddl = [sql] if sql is not None and is_ddl(sql) else None
-    if text is not None:
-        parts = split_ddl_script(text)
-        if any(is_ddl(part) for part in parts):
-            if any(_is_transaction_control(part) for part in parts):
-                raise UsageError("BEGIN … COMMIT around DDL is not supported: each DDL statement commits its own "
-                                 "snapshot", hint="remove BEGIN/COMMIT to run them one after another, stopping at "
-                                 "the first that fails")
-            if not all(is_ddl(part) for part in parts):
-                raise UsageError("a script holds either DDL or data changes, not both; run them as two scripts")
-            ddl = parts
-    if ddl is not None:
-        _ddl(catalog, ddl, snapshot=snapshot, as_of=as_of, output=output, limit=limit, explain=explain,
+    assert sql is not None
+    parts = split_statements(sql)  # the argument too: `DELETE …; -- done` is one statement, as in DuckDB
+    if any(is_ddl(part) for part in parts):
+        if any(_is_transaction_control(part) for part in parts):
+            raise UsageError("BEGIN … COMMIT around DDL is not supported: each DDL statement commits its own "
+                             "snapshot", hint="remove BEGIN/COMMIT to run them one after another, stopping at "
+                             "the first that fails")
+        if not all(is_ddl(part) for part in parts):
+            raise UsageError("a script holds either DDL or data changes, not both; run them as two scripts")
+        _ddl(catalog, parts, snapshot=snapshot, as_of=as_of, output=output, limit=limit, explain=explain,
              dry_run=dry_run, message=message, author=author, data_path=data_path, metadata_schema=metadata_schema,
              fmt=fmt)
         return
-    statements = [sql] if sql is not None and is_change(sql) else None
-    if text is not None:
-        statements = split_script(text)
-    if statements is not None:
-        _change(catalog, statements, snapshot=snapshot, as_of=as_of, output=output, limit=limit, explain=explain,
-                dry_run=dry_run, message=message, author=author, flags=SparkFlags(master, remote, conf, debug),
-                data_path=data_path, metadata_schema=metadata_schema, fmt=fmt)
+    if file is not None or any(is_change(part) for part in parts):
+        _change(catalog, change_statements(parts), snapshot=snapshot, as_of=as_of, output=output, limit=limit,
+                explain=explain, dry_run=dry_run, message=message, author=author,
+                flags=SparkFlags(master, remote, conf, debug), data_path=data_path, metadata_schema=metadata_schema,
+                fmt=fmt)
         return
     if dry_run or message or author:
         raise UsageError("--dry-run, --message and --author apply to change statements (DELETE, UPDATE, MERGE, "
                          "INSERT, CREATE TABLE AS)")
-    assert sql is not None
+    if len(parts) != 1:
+        raise QueryError(f"expected one SQL statement, got {len(parts)}" if parts else "no SQL statement given")
+    sql = parts[0]
     at = time_travel(snapshot, as_of)
     from ducklake_cli.ops.query import run_query
 
@@ -160,7 +161,11 @@ def _ddl(catalog: str | None, statements: list[str], *, snapshot: int | None, as
     from ducklake_cli.ops.ddl import run_ddl
 
     with lake_command(catalog, data_path=data_path, metadata_schema=metadata_schema, read_only=False) as lake:
-        render(run_ddl(lake, statements, message=message, author=author), fmt)
+        try:
+            render(run_ddl(lake, statements, message=message, author=author), fmt)
+        except ScriptStoppedError as stopped:  # what ran, then the one error line (the exit code is the cause's)
+            render(cast("DdlResult", stopped.done), fmt)
+            raise
 
 
 def _change(catalog: str | None, statements: list[str], *, snapshot: int | None, as_of: str | None,

@@ -23,6 +23,7 @@ import socket
 import sys
 import tempfile
 import threading
+import traceback
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -169,6 +170,9 @@ def _run_command(conn: socket.socket, request: dict[str, Any], fds: list[int]) -
             code = 0
         except SystemExit as exc:
             code = _exit_code(exc)
+        except BaseException:  # what escapes `main` (`--debug`): its traceback, as the interpreter would print it
+            traceback.print_exc()
+            code = 1
     except BaseException as exc:  # noqa: BLE001 - the command must always end in os._exit
         with contextlib.suppress(Exception):
             sys.stderr.write(f"error: the warm ducklake process failed: {type(exc).__name__}: {exc}\n")

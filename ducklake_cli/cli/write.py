@@ -38,8 +38,9 @@ def write(
                                                                     "('data/*.csv'), a directory, or - for "
                                                                     "standard input (repeatable).",
                                                      show_default=False)] = None,
-    query: Annotated[str | None, typer.Option("--query", help="Spark SQL over the same lake whose rows to write "
-                                                              "(time travel allowed: `t VERSION AS OF 3`).",
+    query: Annotated[str | None, typer.Option("--query", help="Spark SQL over the same lake whose rows to write, "
+                                                              "quoted as in DuckDB (time travel allowed: "
+                                                              "`t VERSION AS OF 3`).",
                                               show_default=False)] = None,
     input_format: Annotated[str | None, typer.Option("--input-format", help="parquet, csv, json or orc "
                                                                             "(default: from the file extension).",

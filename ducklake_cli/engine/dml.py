@@ -66,14 +66,18 @@ def _assignable(value: DataType, column: DataType) -> bool:
     return _family(value) == _family(column)
 
 
-def conform_values(df: DataFrame, columns: Sequence[ColumnInfo], *, keep: Sequence[str] = ()) -> DataFrame:
+def conform_values(df: DataFrame, columns: Sequence[ColumnInfo], *, keep: Sequence[str] = (),
+                   table: str = "") -> DataFrame:
     """The new values (one column per table column, by name) cast to the columns' Spark types; a value of another
-    kind (text into a number column, …) is a `QueryError` naming the column."""
+    kind (text into a number column, …) is a `QueryError` naming the column. A number the column's type cannot
+    hold fails the write with a `BadValueError` naming the column (of `table`, when given), the value and the
+    updated row's id."""
     from pyspark.sql import functions as F
 
     from ducklake_cli.engine.spark_types import spark_type
 
     fields = {f.name.lower(): f for f in df.schema.fields}
+    rowid = F.col(ROW_ID) if ROW_ID in keep else None
     out = []
     for c in columns:
         f = fields[c.name.lower()]
@@ -81,8 +85,31 @@ def conform_values(df: DataFrame, columns: Sequence[ColumnInfo], *, keep: Sequen
         if not _assignable(f.dataType, want):
             raise QueryError(f"cannot assign a {f.dataType.simpleString().upper()} value to column {c.name} "
                              f"({c.type.upper()})", hint="CAST the value to the column's type")
-        out.append(F.col(f"`{f.name}`").cast(want).alias(c.name))
+        value = F.col(f"`{f.name}`")
+        out.append(_checked_cast(value, f.dataType, c, table, rowid).alias(c.name))
     return df.select(*out, *[F.col(k) for k in keep])
+
+
+def _checked_cast(value: Column, given: DataType, col: ColumnInfo, table: str, rowid: Column | None) -> Column:
+    """`value` cast to the column's type; a number that does not fit raises our error on the executor (Spark's own
+    overflow error names neither the column nor the row)."""
+    from pyspark.sql import functions as F
+
+    from ducklake_cli.catalog.types import DUCKDB_TYPES
+    from ducklake_cli.engine.spark_types import spark_type
+    from ducklake_cli.engine.write_checks import column_where
+    from ducklake_cli.errors import BadValueError, executor_text
+
+    want = spark_type(col)
+    cast = value.cast(want)
+    if given == want or _family(given) != "number" or _family(want) != "number":
+        return cast
+    kind = DUCKDB_TYPES.get(col.type, col.type.upper())
+    said = executor_text(BadValueError(f"{column_where(table, col.name)} is {kind}, which cannot hold"))
+    parts = [F.lit(said + " "), value.cast("string")]
+    if rowid is not None:
+        parts += [F.lit(", in the row with rowid "), F.coalesce(rowid.cast("string"), F.lit("?"))]
+    return F.when(value.isNotNull() & value.try_cast(want).isNull(), F.raise_error(F.concat(*parts))).otherwise(cast)
 
 
 def delete_outcomes(deletes: DataFrame, job: DeleteJob) -> list[DeleteOutcome]:

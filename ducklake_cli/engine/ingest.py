@@ -508,13 +508,13 @@ def holds(want: str, have: str) -> bool:
 
 def conform(df: DataFrame, columns: Sequence[ColumnInfo], *, ignore_extra: bool) -> DataFrame:
     """Select the table's columns from `df` by name (case-insensitive), cast where no value can change, the DEFAULT
-    (else NULL) for missing columns; refuse other types (naming both), missing NOT NULL columns without a DEFAULT
-    and extra columns.
+    (else NULL) for missing columns; refuse other types (naming both), missing columns that refuse NULL
+    (`writer.enforces_not_null`) without a DEFAULT, and extra columns.
     Output columns are named `_c0`, `_c1`, … in table order: Spark's `mapInArrow` mis-resolves dotted names."""
     from pyspark.sql import functions as F
 
     from ducklake_cli.engine.spark_types import spark_type
-    from ducklake_cli.engine.writer import column_default
+    from ducklake_cli.engine.writer import column_default, enforces_not_null
 
     by_name = {f.name.lower(): f for f in df.schema.fields}
     wanted = {c.name.lower() for c in columns}
@@ -530,7 +530,7 @@ def conform(df: DataFrame, columns: Sequence[ColumnInfo], *, ignore_extra: bool)
             default = column_default(df, c, InputError(
                 f"the input lacks column {c.name!r}, whose DEFAULT {c.default_value} `ducklake` cannot compute",
                 hint="give the column in the input"))
-            if default is None and not c.nulls_allowed:
+            if default is None and enforces_not_null(c):
                 raise InputError(f"the input lacks column {c.name!r}, which is NOT NULL and has no DEFAULT")
             exprs.append((F.lit(None).cast(target) if default is None else default).alias(f"_c{i}"))
             continue

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -19,6 +20,8 @@ from ducklake_cli.catalog.partitions import CALENDAR, bucket_of, hive_dir, key_t
 from ducklake_cli.catalog.paths import new_data_file_name
 from ducklake_cli.catalog.stats import NO_BOUNDS, encode_stat
 from ducklake_cli.catalog.types import DUCKDB_TYPES, FLOAT_TYPES
+from ducklake_cli.engine.write_checks import cast_batch, check_not_null, column_where, row_text, show_value
+from ducklake_cli.errors import BadValueError
 from ducklake_cli.storage.files import filesystem, split_protocol
 
 if TYPE_CHECKING:
@@ -32,11 +35,13 @@ DUCKDB_WRITTEN = frozenset({"uuid", "interval", "time", "time_ns", "timetz", "ti
 
 @dataclass(frozen=True)
 class Leaf:
-    """A leaf column: its id, DuckLake type and the path of child positions from the top-level column."""
+    """A leaf column: its id, DuckLake type and the path of child positions from the top-level column; `not_null`:
+    writes refuse NULL in it (`engine.writer.enforces_not_null`)."""
 
     column_id: int
     type: str
     path: tuple[int, ...]
+    not_null: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,6 @@ class FileSpec:
     table_dir: str
     schema: pa.Schema
     leaves: tuple[Leaf, ...]
-    not_null: tuple[str, ...] = ()
     keys: tuple[PartitionKey, ...] = ()
     compression: str = "snappy"
     compression_level: int | None = None
@@ -66,12 +70,31 @@ class FileSpec:
     target_file_size: int = 1 << 29
     hive: bool = True
     subdir: str = ""  # directory (relative to table_dir, ending in /) for files of unpartitioned specs
+    table: str = ""  # the table's qualified name, for messages
+    job: str = ""  # 8 hex digits every file name of one write job carries (`job_file`), "" for none
     storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def by_duckdb(self) -> bool:
         """Whether DuckDB writes this table's files (a leaf has a type in `DUCKDB_WRITTEN`)."""
         return any(leaf.type in DUCKDB_WRITTEN for leaf in self.leaves)
+
+
+_JOB_FILE = re.compile(r"ducklake-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-([0-9a-f]{8})[0-9a-f]{4}\.parquet")
+
+
+def data_file_name(job: str = "") -> str:
+    """A fresh data file name (`catalog.paths.new_data_file_name`); with `job`, the UUID's last group starts with
+    it (still a random UUIDv7: 42 random bits and the time), so that a failed job's files can be found."""
+    name = new_data_file_name()
+    at = len("ducklake-") + 24  # the last group of `8-4-4-4-12` hex digits
+    return name[:at] + job + name[at + len(job):] if job else name
+
+
+def job_file(name: str, job: str) -> bool:
+    """Whether a file name (no directory) is one `data_file_name(job)` made."""
+    m = _JOB_FILE.fullmatch(name)
+    return bool(job) and m is not None and m.group(1) == job
 
 
 def file_to_json(f: NewDataFile) -> str:
@@ -291,6 +314,17 @@ class _OpenFile:
     def full(self) -> bool:
         return self.sink is not None and self.sink.size >= self.spec.target_file_size
 
+    def abort(self) -> None:
+        """Give up the file: close the stream unfinished and delete what was written of it."""
+        if self.sink is not None:
+            import contextlib
+
+            with contextlib.suppress(Exception):  # closed now, the writer cannot write to a closed sink later
+                self.writer.close()
+            with contextlib.suppress(Exception):
+                self.sink.close()
+            _remove(self.spec, [self.rel_path])
+
     def close(self) -> list[NewDataFile]:
         self._flush_row_groups()
         if self.writer is None:
@@ -371,20 +405,27 @@ def _field_ids(fields: Sequence[tuple[str, pa.Field]]) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
-def duck_copy_sql(spec: FileSpec, source: str, target: str) -> str:
-    """The COPY statement DuckDB writes a spooled relation with: each column cast back to its DuckDB type from the
-    form Spark holds it in, the table's field ids and Parquet options, files rotated at the target size."""
+def _duck_exprs(spec: FileSpec) -> list[tuple[str, str, str]]:
+    """Per column: its quoted name, the expression giving its DuckDB value from the form Spark holds it in, and the
+    DuckDB type's name."""
     types = {leaf.path: leaf.type for leaf in spec.leaves}
-    exprs = []
+    out = []
     for i, f in enumerate(spec.schema):
         col, kind = _ident(f.name), types.get((i,))
         if kind == "geometry":
-            expr = f"ST_GeomFromWKB({col})"
+            out.append((col, f"ST_GeomFromWKB({col})", "GEOMETRY"))
         elif kind == "variant":
-            expr = f"CAST(CAST({col} AS JSON) AS VARIANT)"
+            out.append((col, f"CAST(CAST({col} AS JSON) AS VARIANT)", "VARIANT"))
         else:
-            expr = f"CAST({col} AS {_duck_type(f.type, (i,), types)})"
-        exprs.append(f"{expr} AS {col}")
+            duck = _duck_type(f.type, (i,), types)
+            out.append((col, f"CAST({col} AS {duck})", duck))
+    return out
+
+
+def duck_copy_sql(spec: FileSpec, source: str, target: str) -> str:
+    """The COPY statement DuckDB writes a spooled relation with: each column cast back to its DuckDB type from the
+    form Spark holds it in, the table's field ids and Parquet options, files rotated at the target size."""
+    exprs = [f"{expr} AS {col}" for col, expr, _ in _duck_exprs(spec)]
     options = [
         "FORMAT parquet", "RETURN_STATS", f"FIELD_IDS {_field_ids([(f.name, f) for f in spec.schema])}",
         f"FILE_SIZE_BYTES {spec.target_file_size}", f"ROW_GROUP_SIZE {spec.row_group_size}",
@@ -395,6 +436,20 @@ def duck_copy_sql(spec: FileSpec, source: str, target: str) -> str:
     if any(leaf.type == "geometry" for leaf in spec.leaves):
         options.append("GEOPARQUET_VERSION 'V2'")  # the Parquet GEOMETRY logical type, as DuckLake writes it
     return f"COPY (SELECT {', '.join(exprs)} FROM {source}) TO {_lit(target)} ({', '.join(options)})"
+
+
+def duck_bad_value(con: Any, spec: FileSpec, source: str) -> BadValueError | None:
+    """After DuckDB failed to cast the spooled rows: the first value of the first column it cannot cast, as a
+    `BadValueError` naming the column, the value and its row; None when no single value fails."""
+    n = "__ducklake_n"
+    for i, (col, expr, duck) in enumerate(_duck_exprs(spec)):
+        found = con.execute(f"SELECT * FROM (SELECT row_number() OVER () AS {n}, * FROM {source}) "
+                            f"WHERE {col} IS NOT NULL AND TRY({expr}) IS NULL LIMIT 1").to_arrow_table()
+        if found.num_rows:
+            row = found.drop_columns([n])
+            return BadValueError(f"{column_where(spec.table, spec.schema.names[i])} is {duck}, which cannot hold "
+                                 f"{show_value(row.column(i)[0].as_py())}, in {row_text(row, 0)}")
+    return None
 
 
 def _stats_key(schema: pa.Schema, path: Sequence[int]) -> str:
@@ -455,17 +510,24 @@ class _DuckFile:
         import pyarrow as pa
 
         self.stream.close()
+        done: list[NewDataFile] = []
         try:
             con = duckdb.connect(config={"threads": 1, "preserve_insertion_order": True})
             try:
                 with pa.memory_map(self.spool) as source:
                     con.register("spool", pa.ipc.open_stream(source))
-                    rows = con.execute(duck_copy_sql(self.spec, "spool", os.path.join(self.tmp, "out"))).fetchall()
+                    try:
+                        rows = con.execute(duck_copy_sql(self.spec, "spool",
+                                                         os.path.join(self.tmp, "out"))).fetchall()
+                    except duckdb.Error:
+                        bad = self._bad_value(con)
+                        if bad is None:
+                            raise
+                        raise bad from None
             finally:
                 con.close()
-            done = []
             for path, count, size, footer, column_stats, _ in rows:
-                rel = self.dir + new_data_file_name()
+                rel = self.dir + data_file_name(self.spec.job)
                 full = self.spec.table_dir + rel
                 fs = filesystem(full, self.spec.storage_options)
                 if split_protocol(full)[0] in ("", "file"):
@@ -474,8 +536,27 @@ class _DuckFile:
                 done.append(NewDataFile(rel, int(count), int(size), int(footer), self.key_values,
                                         duck_leaf_stats(self.spec, dict(column_stats))))
             return done
+        except BaseException:
+            _remove(self.spec, [d.path for d in done])
+            raise
         finally:
             shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _bad_value(self, con: Any) -> BadValueError | None:
+        import pyarrow as pa
+
+        with pa.memory_map(self.spool) as source:  # a table: a stream reader is read by one query only
+            con.register("spool_again", pa.ipc.open_stream(source).read_all())
+            return duck_bad_value(con, self.spec, "spool_again")
+
+    def abort(self) -> None:
+        """Give up the rows: nothing of them reached the table directory yet."""
+        if self.stream is not None:
+            import contextlib
+
+            with contextlib.suppress(Exception):
+                self.stream.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 # ----- partitioning ------------------------------------------------------------------------------------------
@@ -516,38 +597,50 @@ def _hive_dir(spec: FileSpec, values: tuple[str | None, ...]) -> str:
 
 # ----- the mapInArrow entry point ------------------------------------------------------------------------------
 
-def _check_not_null(table: pa.Table, names: Sequence[str]) -> None:
-    for name in names:
-        if table.column(name).null_count:
-            raise ValueError(f"column {name!r} is NOT NULL but the input has NULL values")
-
-
 def write_batches(batches: Iterator[pa.RecordBatch], spec: FileSpec) -> Iterator[pa.RecordBatch]:
-    """Write every row of a Spark task to Parquet files under `spec.table_dir`; yield one JSON row per file."""
+    """Write every row of a Spark task to Parquet files under `spec.table_dir`; yield one JSON row per file. A task
+    that fails removes the files it wrote, and raises our errors as themselves (`errors.from_executor`)."""
     import pyarrow as pa
 
     open_files: dict[tuple[str | None, ...], _OpenFile | _DuckFile] = {}
     done: list[NewDataFile] = []
-    for raw in batches:
-        if raw.num_rows == 0:
-            continue
-        table = pa.Table.from_batches([raw]).rename_columns(spec.schema.names)
-        if not spec.by_duckdb:  # DuckDB casts each column itself, from the form Spark or the catalog gives it in
-            table = table.cast(spec.schema)
-        _check_not_null(table, spec.not_null)
-        for batch in table.to_batches(max_chunksize=spec.row_group_size):  # rotation is checked per row group
-            for values, part in split_partitions(batch, spec.keys):
-                f = open_files.get(values)
-                if f is not None and not f.takes(part):
-                    done.extend(open_files.pop(values).close())
-                    f = None
-                if f is None:
-                    cls = _DuckFile if spec.by_duckdb else _OpenFile
-                    f = open_files[values] = cls(spec, _hive_dir(spec, values) + new_data_file_name(), values)
-                f.add(part)
-                if f.full:
-                    done.extend(open_files.pop(values).close())
-    for f in open_files.values():
-        done.extend(f.close())
+    try:
+        for raw in batches:
+            if raw.num_rows == 0:
+                continue
+            table = pa.Table.from_batches([raw]).rename_columns(spec.schema.names)
+            check_not_null(table, [leaf.path[0] for leaf in spec.leaves if leaf.not_null], spec.table)
+            if not spec.by_duckdb:  # DuckDB casts each column itself, from the form Spark or the catalog gives it in
+                table = cast_batch(table, spec.schema, {leaf.path[0]: leaf.type for leaf in spec.leaves
+                                                         if len(leaf.path) == 1}, spec.table)
+            for batch in table.to_batches(max_chunksize=spec.row_group_size):  # rotation is checked per row group
+                for values, part in split_partitions(batch, spec.keys):
+                    f = open_files.get(values)
+                    if f is not None and not f.takes(part):
+                        done.extend(open_files.pop(values).close())
+                        f = None
+                    if f is None:
+                        cls = _DuckFile if spec.by_duckdb else _OpenFile
+                        f = open_files[values] = cls(spec, _hive_dir(spec, values) + data_file_name(spec.job), values)
+                    f.add(part)
+                    if f.full:
+                        done.extend(open_files.pop(values).close())
+        while open_files:
+            done.extend(open_files.popitem()[1].close())
+    except BaseException:
+        for f in open_files.values():
+            f.abort()
+        _remove(spec, [d.path for d in done])
+        raise
     if done:
         yield pa.RecordBatch.from_arrays([pa.array([file_to_json(d) for d in done], pa.string())], ["file"])
+
+
+def _remove(spec: FileSpec, rel_paths: Sequence[str]) -> None:
+    """Delete files this task wrote (relative to the table directory); a file already gone is fine."""
+    import contextlib
+
+    for rel in rel_paths:
+        full = spec.table_dir + rel
+        with contextlib.suppress(FileNotFoundError):
+            filesystem(full, spec.storage_options).rm_file(full)

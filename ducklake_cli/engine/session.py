@@ -316,6 +316,8 @@ def release_remote_sessions() -> bool:
 
 
 _ERROR_CLASS = re.compile(r"^\s*(?:[\w.$]+(?:Exception|Error):\s*)?\[[A-Z0-9_.]+\]\s*")
+# A Python traceback's exception line: its class and message (unindented, unlike the frames).
+_PYTHON_ERROR = re.compile(r"^([A-Za-z_][\w.]*): (.+)$", re.MULTILINE)
 # Causes worth naming on their own, whatever Spark wraps them in (a failed task, a job abort).
 _STORAGE_CAUSES = (
     ("No space left on device", "no space left on the device holding the data path"),
@@ -325,20 +327,74 @@ _STORAGE_CAUSES = (
 )
 
 
-def translate_spark_error(exc: Exception) -> DuckLakeError:
-    """A Spark analysis, parse or runtime error as one line in plain words (Spark's own text without its
-    `[ERROR_CLASS]` tag, SQLSTATE or plan dump; a full disk or read-only data path named as such)."""
-    from ducklake_cli.errors import QueryError, StorageError
-
+def _texts(exc: BaseException) -> tuple[str, str]:
+    """(Spark's message, everything the exception says): the JVM exception's text for a Py4J error, else its own."""
     java = getattr(exc, "java_exception", None)  # Py4JJavaError: the JVM exception's own message, not Py4J's
     text = (str(java.toString()) if java is not None else str(exc)).strip()
-    whole = f"{text}\n{exc}"
+    return text, f"{text}\n{exc}"
+
+
+def executor_error(exc: BaseException, *, table: str = "") -> DuckLakeError | None:
+    """A failure of Spark work as our one-line error when it is one of ours raised on an executor (as it was
+    raised), or a value Spark could not compute (a cast, an overflow: SQLSTATE class 22), prefixed with `table`
+    when given; None for any other failure."""
+    from ducklake_cli.errors import BadValueError, from_executor
+
+    text, whole = _texts(exc)
+    ours = from_executor(whole)
+    if ours is not None:
+        return ours
+    if not is_spark_error(exc) or not re.search(r"SQLSTATE: 22\w{3}", text.split("\n", 1)[0]):
+        return None
+    message = _spark_message(exc, text)
+    return BadValueError(f"table {table}: {message}" if table else message)
+
+
+def _spark_message(exc: BaseException, text: str) -> str:
+    """Spark's message on one line: without its `[ERROR_CLASS]` tag and SQLSTATE, with the SQL it failed in."""
+    first = text.splitlines()[0] if text else type(exc).__name__
+    first = _ERROR_CLASS.sub("", first.split(" SQLSTATE:")[0]).strip()
+    fragment = ""
+    with contextlib.suppress(Exception):  # contexts of a DataFrame call cannot be asked on a classic session
+        contexts = exc.getQueryContext()  # type: ignore[attr-defined]
+        fragment = next((c.fragment() for c in contexts if c.fragment()), "")
+    fragment = " ".join(fragment.split())
+    return f"{first} (in {fragment})" if fragment and fragment not in first else first
+
+
+def translate_spark_error(exc: Exception) -> DuckLakeError:
+    """A Spark analysis, parse or runtime error as one line in plain words (Spark's own text without its
+    `[ERROR_CLASS]` tag, SQLSTATE or plan dump; a full disk or read-only data path named as such; our own errors
+    raised on executors as themselves; a Python worker's failure as its exception's last line)."""
+    from ducklake_cli.errors import QueryError, SparkError, StorageError, from_executor
+
+    text, whole = _texts(exc)
+    ours = from_executor(whole)  # first: a message of ours may quote a value that reads like a storage failure
+    if ours is not None:
+        return ours
     for needle, plain in _STORAGE_CAUSES:
         if needle in whole:
             return StorageError(plain, hint="free space or fix the permissions, then run the command again")
-    first = text.splitlines()[0] if text else type(exc).__name__
-    first = _ERROR_CLASS.sub("", first.split(" SQLSTATE:")[0]).strip()
-    return QueryError(first or type(exc).__name__)
+    known = executor_error(exc)
+    if known is not None:
+        return known
+    worker = _worker_error(whole)
+    if worker is not None:
+        return SparkError(f"a Spark task failed: {worker}", hint="rerun with --debug for the worker's traceback")
+    return QueryError(_spark_message(exc, text) or type(exc).__name__)
+
+
+def _worker_error(text: str) -> str | None:
+    """The exception a Python worker failed with (`ValueError: …`), from the traceback Spark's text holds."""
+    start = text.rfind("Traceback (most recent call last):")
+    if start < 0 or "Python worker" not in text[:start + 1]:
+        return None
+    trace = text[start:].split("\nJVM stacktrace:", 1)[0]
+    found = [(cls, msg) for cls, msg in _PYTHON_ERROR.findall(trace) if cls not in ("SQLSTATE", "Traceback")]
+    if not found:
+        return None
+    cls, msg = found[-1]
+    return f"{cls.rsplit('.', 1)[-1]}: {msg.strip()}"
 
 
 def is_spark_error(exc: BaseException) -> bool:

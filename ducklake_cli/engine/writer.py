@@ -12,7 +12,7 @@ from ducklake_cli.catalog.models import ColumnInfo, NewDataFile, SortKey
 from ducklake_cli.catalog.partitions import bucket_count, hive_key_names, transform_name
 from ducklake_cli.catalog.types import DECIMAL_TYPE
 from ducklake_cli.engine.parquet_files import FileSpec, Leaf, PartitionKey, file_from_json, write_batches
-from ducklake_cli.errors import UsageError
+from ducklake_cli.errors import DuckLakeError, UsageError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -94,8 +94,7 @@ def arrow_type(col: ColumnInfo) -> pa.DataType:
         return pa.struct([arrow_field(c) for c in col.children])
     if t == "list":
         return pa.list_(arrow_field(col.children[0]))
-    if t == "map":
-        # Map keys are never NULL, whatever a DuckDB-made catalog says of the key column.
+    if t == "map":  # map keys are never NULL (Arrow's and Parquet's rule)
         return pa.map_(arrow_field(col.children[0]).with_nullable(False), arrow_field(col.children[1]))
     m = DECIMAL_TYPE.fullmatch(t)
     if m:
@@ -119,12 +118,19 @@ def _holds(col: ColumnInfo, kinds: tuple[str, ...]) -> bool:
     return col.type in kinds or any(_holds(c, kinds) for c in col.children)
 
 
+def enforces_not_null(col: ColumnInfo) -> bool:
+    """Whether writes refuse NULL in a column, as DuckDB 1.5.5 does: NOT NULL on a top-level column of a primitive
+    type. DuckDB marks the struct fields it adds or renames NOT NULL and writes NULLs into them itself, and lets NULL
+    into a NOT NULL struct, list or map column: those flags are recorded, never enforced."""
+    return not col.nulls_allowed and col.parent_column is None and not col.children
+
+
 def arrow_field(col: ColumnInfo) -> pa.Field:
-    """An Arrow field carrying the column's Parquet field id."""
+    """An Arrow field carrying the column's Parquet field id; nullable whatever the catalog says (as DuckDB writes
+    every column OPTIONAL): which columns refuse NULL is `enforces_not_null`'s, checked on the executors."""
     import pyarrow as pa
 
-    return pa.field(col.name, arrow_type(col), nullable=col.nulls_allowed or col.name == "value",
-                    metadata={b"PARQUET:field_id": str(col.column_id).encode()})
+    return pa.field(col.name, arrow_type(col), metadata={b"PARQUET:field_id": str(col.column_id).encode()})
 
 
 def lineage_fields() -> list[pa.Field]:
@@ -138,12 +144,12 @@ def lineage_fields() -> list[pa.Field]:
 
 
 def leaves(columns: Sequence[ColumnInfo]) -> tuple[Leaf, ...]:
-    """Leaf columns with their paths (Parquet leaf order)."""
+    """Leaf columns with their paths (Parquet leaf order) and whether writes refuse NULL in them."""
     out: list[Leaf] = []
 
     def walk(c: ColumnInfo, path: tuple[int, ...]) -> None:
         if not c.children:
-            out.append(Leaf(c.column_id, c.type, path))
+            out.append(Leaf(c.column_id, c.type, path, enforces_not_null(c)))
         for i, child in enumerate(c.children):
             walk(child, (*path, i))
 
@@ -187,7 +193,7 @@ def spark_expression(text: str, names: Mapping[str, str] | None = None) -> str |
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
 
-    from ducklake_cli.engine.planning.sql_rewrite import quiet_sqlglot
+    from ducklake_cli.engine.planning.dialect import quiet_sqlglot
 
     try:
         with quiet_sqlglot():
@@ -302,7 +308,15 @@ def write_files(df: DataFrame, spec: FileSpec, *, single_file: bool = False,
                 sort: Sequence[Column] = ()) -> list[NewDataFile]:
     """Run the Spark job writing `df` (already conformed) as Parquet under `spec.table_dir` (`single_file`: one
     task, so one output file up to the target size — compaction). `sort`: the table's sort order, over all files
-    in file order (as DuckDB sorts an insert), or within each partition's files when partitioned."""
+    in file order (as DuckDB sorts an insert), or within each partition's files when partitioned.
+    A job that fails leaves no file behind, and a value the executors refuse (`executor_error`) is one line naming
+    the table."""
+    import dataclasses
+    import secrets
+
+    from ducklake_cli.engine.session import executor_error
+
+    spec = dataclasses.replace(spec, job=secrets.token_hex(4))
     if single_file:
         df = df.coalesce(1)
         if sort:
@@ -313,8 +327,34 @@ def write_files(df: DataFrame, spec: FileSpec, *, single_file: bool = False,
             df = df.sortWithinPartitions(*sort)
     elif sort:
         df = df.orderBy(*sort)  # range partitions in order, so files (and row ids) follow the sort
+    # PySpark's mapInArrow resolves each column by name (`df["a.b"]` reads as a struct field): positional names;
+    # write_batches names the columns from `spec` by position.
+    df = df.toDF(*[f"_c{i}" for i in range(len(df.columns))])
     out = df.mapInArrow(functools.partial(write_batches, spec=spec), "file string")
-    return [file_from_json(r[0]) for r in out.collect()]
+    try:
+        rows = out.collect()
+    except Exception as exc:
+        remove_job_files(spec)
+        known = executor_error(exc, table=spec.table)
+        if known is not None:
+            raise known from exc
+        raise
+    return [file_from_json(r[0]) for r in rows]
+
+
+def remove_job_files(spec: FileSpec) -> None:
+    """Delete the files a failed write job left (tasks that finished before another failed keep theirs): the
+    files under the table directory whose names carry the job's mark (`parquet_files.data_file_name`)."""
+    import contextlib
+    import posixpath
+
+    from ducklake_cli.engine.parquet_files import job_file
+    from ducklake_cli.storage.listing import delete_files, list_files
+
+    with contextlib.suppress(DuckLakeError):  # cannot list: the files stay orphans, as after a kill
+        left = [f.path for f in list_files(spec.table_dir, spec.storage_options)
+                if job_file(posixpath.basename(f.path), spec.job)]
+        delete_files(left, spec.storage_options)
 
 
 def read_row_ids(paths: Sequence[str], storage_options: Mapping[str, Any]) -> list[int]:

@@ -21,7 +21,7 @@ from ducklake_cli.engine.planning.ddl_render import (
     rename_in_expression,
     typed_default,
 )
-from ducklake_cli.errors import NotFoundError, QueryError, UsageError
+from ducklake_cli.errors import DuckLakeError, NotFoundError, QueryError, ScriptStoppedError, UsageError
 from ducklake_cli.ops.results import Section
 
 if TYPE_CHECKING:
@@ -31,34 +31,64 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class DdlResult:
-    """What a DDL statement (or script of them) did: one snapshot per statement, None where nothing changed."""
+    """What a DDL statement (or script of them) did: one snapshot per statement run, None where nothing changed;
+    when the script stopped part-way, the error of the statement that failed (the ones after it did not run)."""
 
     statements: tuple[str, ...]
     snapshots: tuple[int | None, ...]
+    error: str | None = None
+
+    def status(self, i: int) -> str:
+        """`committed`, `unchanged` (nothing to do), `failed` or `not run`."""
+        if i < len(self.snapshots):
+            return "unchanged" if self.snapshots[i] is None else "committed"
+        return "failed" if i == len(self.snapshots) and self.error is not None else "not run"
 
     def sections(self) -> list[Section]:
         """One row per statement for the table renderer."""
-        rows = tuple((st, "nothing to do" if sid is None else sid)
-                     for st, sid in zip(self.statements, self.snapshots, strict=True))
+        rows = tuple((st, self.status(i) if self.status(i) != "committed" else self.snapshots[i])
+                     for i, st in enumerate(self.statements))
         return [Section("ddl", ("statement", "snapshot"), rows)]
 
     def to_json(self) -> dict[str, Any]:
         """Stable JSON (`query --format json` of DDL)."""
-        return {"statements": [{"statement": st, "snapshot_id": sid}
-                               for st, sid in zip(self.statements, self.snapshots, strict=True)]}
+        out: dict[str, Any] = {"statements": [
+            {"statement": st, "snapshot_id": self.snapshots[i] if i < len(self.snapshots) else None,
+             "status": self.status(i)} for i, st in enumerate(self.statements)]}
+        if self.error is not None:
+            out["error"] = self.error
+        return out
 
 
 def run_ddl(lake: Lake, statements: Sequence[str], *, message: str | None = None,
             author: str | None = None) -> DdlResult:
-    """Parse every statement first (a bad one changes nothing), then commit each as its own snapshot."""
+    """Parse every statement first (a bad one changes nothing), then commit each as its own snapshot. A statement
+    that fails stops the script: `ScriptStoppedError` carries what the ones before it committed."""
     parsed = [p.parse_ddl(sql) for sql in statements]
     with lake.reader() as r:
         meta = r.metadata()
     options.require_message(meta, message)
+    summaries = tuple(_summary(st) for st in parsed)
     done: list[int | None] = []
-    for st in parsed:
-        done.append(lake.commit(functools.partial(_apply, lake, st), author=author, message=message))
-    return DdlResult(tuple(_summary(st) for st in parsed), tuple(done))
+    for i, st in enumerate(parsed):
+        try:
+            done.append(lake.commit(functools.partial(_apply, lake, st), author=author, message=message))
+        except DuckLakeError as exc:
+            if i == 0:
+                raise
+            result = DdlResult(summaries, tuple(done), exc.message)
+            raise ScriptStoppedError(_stopped(result, i, exc), cause=exc, done=result) from exc
+    return DdlResult(summaries, tuple(done))
+
+
+def _stopped(result: DdlResult, failed: int, exc: DuckLakeError) -> str:
+    """One line: which statement failed and why, what the ones before it committed, how many did not run."""
+    committed = [f"{i + 1}" + (f" (snapshot {sid})" if sid is not None else " (nothing to do)")
+                 for i, sid in enumerate(result.snapshots)]
+    left = len(result.statements) - failed - 1
+    return (f"statement {failed + 1} of {len(result.statements)} ({result.statements[failed]}) failed: "
+            f"{exc.message}; committed before it: {', '.join(committed)}"
+            + (f"; not run: {left} statement(s) after it" if left else ""))
 
 
 def _summary(st: p.Statement) -> str:

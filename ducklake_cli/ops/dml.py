@@ -184,10 +184,15 @@ class _Change:
         register_views(spark, plan)
         return frame(spark, plan)
 
-    def apply(self, index: int, st: Statement) -> None:
-        """Find the rows `st` changes and stage its effects (nothing written yet)."""
+    def apply(self, index: int, st: Statement, *, more: bool = False) -> None:
+        """Find the rows `st` changes and stage its effects (nothing written yet). With `more` statements to come,
+        what it staged is computed now, on the executors, and later statements read that: each reads the ones
+        before it, and without the cut a script's plans would double in size with every statement."""
         from ducklake_cli.engine import dml
         from ducklake_cli.engine.scan import ROW_ID
+
+        def staged(frame: DataFrame) -> DataFrame:
+            return frame.localCheckpoint() if more else frame
 
         state = self.state(st)
         spark = self.lake.spark()
@@ -197,10 +202,11 @@ class _Change:
         view = f"{TARGET_VIEW}_{next(_statements)}"
         target.createOrReplaceTempView(view)
         columns = state.table.columns
+        conform = functools.partial(dml.conform_values, table=state.table.qualified_name)  # names it in errors
         if st.kind == "insert":
             source, marks = _values_defaults(st.source or "")
             rows = dml.insert_frame(self.select(source, view), columns, st.columns, st.qualified, marks)
-            state.new_rows.append(_NewRows("insert", dml.conform_values(rows, columns), index))
+            state.new_rows.append(_NewRows("insert", staged(conform(rows, columns)), index))
             return
         names = [c.name for c in columns]
         unnamed: list[list[str]] = []
@@ -219,18 +225,19 @@ class _Change:
         if pending is not None and dml.touches_pending(removed):
             raise QueryError(f"statement {index + 1} changes rows an earlier statement of this script wrote",
                              hint="run it in a separate command after this script commits")
-        state.deletes.append(dml.location_rows(removed, index))
+        state.deletes.append(staged(dml.location_rows(removed, index)))
         if state.plan.inlined:
             state.gone_inlined.update(dml.inlined_row_ids(removed))
         if st.kind == "update":
-            state.new_rows.append(_NewRows("update", dml.conform_values(df, columns, keep=[ROW_ID]), index))
+            state.new_rows.append(_NewRows("update", staged(conform(df, columns, keep=[ROW_ID])), index))
         elif st.kind == "merge":
             if any(c.action == "update" for c in st.clauses):
-                state.new_rows.append(_NewRows("update", dml.conform_values(updates, columns, keep=[ROW_ID]), index))
+                state.new_rows.append(_NewRows("update", staged(conform(updates, columns, keep=[ROW_ID])),
+                                               index))
             if any(c.action == "insert" for c in st.clauses):
                 if any(unnamed) and any(c.default_value not in (None, "NULL") for c in columns):
                     inserts = dml.merge_insert_defaults(inserts, columns, unnamed)
-                state.new_rows.append(_NewRows("merge_insert", dml.conform_values(inserts, columns), index))
+                state.new_rows.append(_NewRows("merge_insert", staged(conform(inserts, columns)), index))
 
     # ----- dry run ----------------------------------------------------------------------------------------------
 
@@ -279,7 +286,7 @@ class _Change:
         for n in state.new_rows:
             spec = file_spec(self.lake, self.meta, table_dir=state.table_dir, columns=t.columns,
                              keys=partition_keys(t.columns, part), table_id=t.table_id,
-                             schema_id=state.schema.schema_id, row_ids=n.kind == "update")
+                             schema_id=state.schema.schema_id, row_ids=n.kind == "update", table=t.qualified_name)
             # DuckDB sorts an INSERT by the table's sort keys, but not an UPDATE's or a MERGE's new rows.
             sorted_insert = n.kind == "insert" and bool(t.sort_keys) and lake_options.flag(
                 self.meta, "sort_on_insert", table_id=t.table_id, schema_id=state.schema.schema_id)
@@ -461,11 +468,13 @@ def _values_defaults(source: str) -> tuple[str, list[int]]:
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
 
+    from ducklake_cli.engine.planning.dialect import DIALECT, sql_text
+
     def is_default(e: exp.Expr) -> bool:
         return isinstance(e, exp.Var) and e.name.upper() == "DEFAULT"
 
     try:
-        tree = sqlglot.parse_one(source, read="spark")
+        tree = sqlglot.parse_one(source, read=DIALECT)
     except SqlglotError:
         return source, []
     if not isinstance(tree, exp.Values) or tree.args.get("alias") or not any(is_default(e) for row in tree.expressions
@@ -475,7 +484,7 @@ def _values_defaults(source: str) -> tuple[str, list[int]]:
     for row in tree.expressions:
         flags = [exp.Boolean(this=j < len(row.expressions) and is_default(row.expressions[j])) for j in marks]
         row.set("expressions", [exp.Null() if is_default(e) else e for e in row.expressions] + flags)
-    return tree.sql(dialect="spark"), marks
+    return sql_text(tree), marks
 
 
 def parse_script(statements: Sequence[str]) -> list[Statement]:
@@ -503,7 +512,7 @@ def run_change(lake: Lake, statements: Sequence[str], *, dry_run: bool = False, 
     try:
         with spark_errors():
             for i, st in enumerate(parsed):
-                change.apply(i, st)
+                change.apply(i, st, more=i < len(parsed) - 1)
             names = tuple(s.table.qualified_name for s in change.tables.values())
             if dry_run:
                 d, u, n = change.counts()
@@ -517,8 +526,10 @@ def _commit(lake: Lake, change: _Change, count: int, names: tuple[str, ...], *, 
             author: str | None) -> ChangeResult:
     planned = change.base.snapshot_id + 1
     for _ in range(MAX_RETAGS):
-        writes = [change.write(state, planned) for state in change.tables.values()]
+        writes: list[_Written] = []
         try:
+            for state in change.tables.values():  # a table that fails to write takes the others' files along
+                writes.append(change.write(state, planned))
             snapshot_id = lake.commit(functools.partial(change.build, writes=writes), author=author,
                                       message=message)
         except _Retag as retag:

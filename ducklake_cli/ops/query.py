@@ -60,8 +60,9 @@ def sql_dataframe(lake: Lake, query: str, *, at: SnapshotSelector = LATEST,
 
     session = spark or lake.spark()
     plan = _plan(lake, query, at)
-    register_views(session, plan, lake.plan_cache)
-    return frame(session, plan)
+    with spark_errors():  # Spark's analysis errors (an unknown column) as ours
+        register_views(session, plan, lake.plan_cache)
+        return frame(session, plan)
 
 
 @dataclass(frozen=True)

@@ -177,7 +177,8 @@ class _RewritePlan(Plan):
         # merge of it does not show them again at snapshots where the retired file still does (as in DuckDB).
         merge = self.verb == "compact"
         spec = file_spec(lake, self.ctx.meta, table_dir=self._dir(g), columns=g.table.columns, lineage=merge,
-                         row_ids=not merge, table_id=g.table.table_id, schema_id=g.schema.schema_id)
+                         row_ids=not merge, table_id=g.table.table_id, schema_id=g.schema.schema_id,
+                         table=g.table.qualified_name)
         spec = dataclasses.replace(spec, subdir=_subdir(g, hive=spec.hive))
         if merge:  # one output per group, however the sizes came out
             spec = dataclasses.replace(spec, target_file_size=1 << 62)

@@ -37,10 +37,11 @@ def parse_size(text: str) -> int:
 
 def file_spec(lake: Lake, meta: LakeMetadata, *, table_dir: str, columns: Sequence[ColumnInfo],
               keys: tuple[PartitionKey, ...] = (), table_id: int | None = None, schema_id: int | None = None,
-              lineage: bool = False, row_ids: bool = False, subdir: str = "") -> FileSpec:
+              lineage: bool = False, row_ids: bool = False, subdir: str = "", table: str = "") -> FileSpec:
     """How executors write a table's files: Arrow schema with field ids, partition keys and the catalog's Parquet
     options (table scope first). `lineage` adds the embedded row-id and snapshot-id columns of rewritten files,
-    `row_ids` only the row-id column (files of updated rows, as DuckDB writes them)."""
+    `row_ids` only the row-id column (files of updated rows, as DuckDB writes them); `table`: its qualified name,
+    for the executors' messages."""
     import pyarrow as pa
 
     from ducklake_cli.engine.parquet_files import FileSpec
@@ -53,7 +54,7 @@ def file_spec(lake: Lake, meta: LakeMetadata, *, table_dir: str, columns: Sequen
                                                   else [])
     return FileSpec(
         table_dir=table_dir, schema=pa.schema(fields), leaves=leaves(columns),
-        not_null=tuple(c.name for c in columns if not c.nulls_allowed), keys=keys,
+        keys=keys, table=table,
         compression=options.text(meta, "parquet_compression", **where).lower(),
         compression_level=options.uint(meta, "parquet_compression_level", **where),
         row_group_size=options.count(meta, "parquet_row_group_size", **where),

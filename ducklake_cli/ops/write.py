@@ -304,7 +304,7 @@ def _write(lake: Lake, target: _Target, got: _Input) -> tuple[list[NewDataFile],
         if keys and lake_options.flag(target.meta, "sort_on_insert", **where) else []
     spec = file_spec(lake, target.meta, table_dir=target.table_dir, columns=got.columns,
                      keys=partition_keys(got.columns, got.partition), table_id=where["table_id"],
-                     schema_id=where["schema_id"])
+                     schema_id=where["schema_id"], table=f"{target.schema_name}.{target.name}")
     files = write_files(got.df, spec, sort=sort)
     return files, got.skipped() if got.skipped is not None else 0
 

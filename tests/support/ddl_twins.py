@@ -152,7 +152,9 @@ class DdlTwins:
         """Row for row, every compared table."""
         got, want = self.catalog(self.b), self.catalog(self.a)
         for table in COMPARED:
-            assert got[table] == want[table], f"{table} differs:\n ours:   {got[table]}\n duckdb: {want[table]}"
+            ours = [r for r in got[table] if r not in want[table]]
+            theirs = [r for r in want[table] if r not in got[table]]
+            assert got[table] == want[table], f"{table} differs:\n only ours:   {ours}\n only DuckDB: {theirs}"
 
     def history(self, spot: Spot, versions: Sequence[int]) -> dict[int, Any]:
         """What DuckDB reads at each snapshot (one attach): every table's columns with types and its rows, via

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokens import TokenType
 
 from ducklake_cli.catalog.partitions import PartitionRequest, parse_partition_by
 from ducklake_cli.engine.planning.ddl_render import (
@@ -17,10 +17,10 @@ from ducklake_cli.engine.planning.ddl_render import (
     parse_type,
     pending_default,
     sort_spec,
-    tokens,
     view_reads,
     view_sql,
 )
+from ducklake_cli.engine.planning.dialect import tokens
 from ducklake_cli.errors import QueryError, UsageError
 
 # ----- statements ------------------------------------------------------------------------------------------------
@@ -575,19 +575,3 @@ def _comment(cur: _Cursor) -> Statement:
         cur.expect("IS")
         return Comment("column", table, (parts[-1],), cur.string_or_null())
     raise QueryError("COMMENT ON supports TABLE, VIEW and COLUMN")
-
-
-def split_ddl_script(text: str) -> list[str]:
-    """A script's statements as written (split on top-level semicolons; empty ones dropped)."""
-    out: list[str] = []
-    first: Token | None = None
-    last: Token | None = None
-    for tok in [*tokens(text), None]:
-        if tok is None or tok.token_type is TokenType.SEMICOLON:
-            if first is not None and last is not None:  # from the first token: leading comments dropped
-                out.append(text[first.start:last.end + 1])
-            first = last = None
-            continue
-        first = first or tok
-        last = tok
-    return out

@@ -9,32 +9,15 @@ from typing import Any
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import SqlglotError
-from sqlglot.tokens import Token, TokenType
+from sqlglot.generators.duckdb import DuckDBGenerator
+from sqlglot.tokens import TokenType
 
 from ducklake_cli.catalog.types import DUCKDB_TYPES, decimal_parts
-from ducklake_cli.engine.planning.sql_rewrite import parse_query, quiet_sqlglot, syntax_message
+from ducklake_cli.engine.planning.dialect import DIALECT, quiet_sqlglot, syntax_message, tokens
+from ducklake_cli.engine.planning.sql_rewrite import parse_query
 from ducklake_cli.errors import QueryError
-
-
-def tokens(sql: str) -> list[Token]:
-    """Spark's tokens of `sql` (semicolons kept), `'it''s'` merged into one string as DuckDB and SQL read it."""
-    from sqlglot.dialects.spark import Spark
-
-    try:
-        with quiet_sqlglot():
-            raw = Spark().tokenize(sql)
-    except SqlglotError as exc:
-        raise QueryError(syntax_message(exc)) from None
-    out: list[Token] = []
-    for tok in raw:  # `'it''s'` is two Spark strings; DuckDB's (and SQL's) doubling means one quote
-        prev = out[-1] if out else None
-        if prev is not None and tok.token_type is TokenType.STRING and prev.token_type is TokenType.STRING \
-                and tok.start == prev.end + 1 and sql[prev.start] == "'" == sql[tok.start]:
-            out[-1] = Token(TokenType.STRING, prev.text + "'" + tok.text, prev.line, prev.col, prev.start, tok.end)
-            continue
-        out.append(tok)
-    return out
 
 
 @dataclass(frozen=True)
@@ -94,13 +77,25 @@ def _duck_sql(select_sql: str, what: str) -> tuple[str, dict[str, Any]]:
     return str(text), parsed
 
 
+class _DuckDBText(DuckDB):
+    """DuckDB's dialect, writing `x IS NOT NULL` as DuckDB itself renders it (sqlglot writes `NOT x IS NULL`)."""
+
+    class Generator(DuckDBGenerator):
+        """DuckDB's generator with DuckDB's IS NOT NULL."""
+
+        def not_sql(self, expression: exp.Not) -> str:
+            """`x IS NOT NULL` for NOT (x IS NULL)."""
+            inner = expression.this
+            if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
+                return f"{self.sql(inner, 'this')} IS NOT NULL"
+            return super().not_sql(expression)
+
+
 def _to_duckdb(sql: str, what: str) -> str:
-    """Spark SQL text as DuckDB SQL (sqlglot); text with `"names"` and no backticks is read as DuckDB's (double
-    quotes name things in DuckDB and ANSI SQL, where Spark would read a string)."""
-    dialect = "duckdb" if '"' in sql and "`" not in sql else "spark"
+    """Our SQL text (`dialect.DIALECT`) as DuckDB SQL."""
     try:
         with quiet_sqlglot():
-            return str(sqlglot.transpile(sql, read=dialect, write="duckdb")[0])
+            return str(sqlglot.transpile(sql, read=DIALECT, write=_DuckDBText)[0])
     except SqlglotError as exc:
         raise QueryError(f"{what}: {syntax_message(exc)}") from None
 
@@ -117,15 +112,15 @@ def duckdb_type(t: TypeSpec) -> str:
     return f"DECIMAL({dec[0]},{dec[1]})" if dec else DUCKDB_TYPES.get(t.name, t.name.upper())
 
 
-def default_spec(spark_sql: str, column_type: TypeSpec) -> DefaultSpec:
+def default_spec(sql: str, column_type: TypeSpec) -> DefaultSpec:
     """A DEFAULT as DuckDB records it: a constant is a literal (its text, and old rows read it cast to the
     column's type); anything else (typed literals, `true`, functions) is an expression, kept as DuckDB writes it."""
-    what = f"DEFAULT {spark_sql}"
-    toks = [t for t in tokens(spark_sql) if t.token_type is not TokenType.SEMICOLON]
-    if len(toks) == 1 and toks[0].token_type is TokenType.STRING and spark_sql.lstrip()[:1] == "'":
-        duck = "'" + toks[0].text.replace("'", "''") + "'"  # `'it''s'`: one string, as in DuckDB
+    what = f"DEFAULT {sql}"
+    toks = [t for t in tokens(sql) if t.token_type is not TokenType.SEMICOLON]
+    if len(toks) == 1 and toks[0].token_type is TokenType.STRING:
+        duck = "'" + toks[0].text.replace("'", "''") + "'"
     else:
-        duck = _to_duckdb(spark_sql, what)
+        duck = _to_duckdb(sql, what)
     text, tree = _duck_sql("SELECT " + duck, what)
     node = tree["statements"][0]["node"]["select_list"][0]
     if node.get("class") != "CONSTANT":
@@ -152,10 +147,10 @@ def typed_default(spec: DefaultSpec, column_type: TypeSpec) -> DefaultSpec:
     return default_spec(spec.value, column_type) if spec.kind == "pending" else spec
 
 
-def view_sql(spark_sql: str, name: str) -> str:
+def view_sql(sql: str, name: str) -> str:
     """A view body (Spark SQL) as DuckDB records it in `ducklake_view.sql`."""
     what = f"view {name}"
-    text, tree = _duck_sql(_to_duckdb(spark_sql, what), what)
+    text, tree = _duck_sql(_to_duckdb(sql, what), what)
     if len(tree.get("statements", [])) != 1:
         raise QueryError(f"{what}: the body must be one query")
     return text
@@ -166,17 +161,17 @@ def view_reads(duckdb_sql: str) -> tuple[tuple[str | None, str], ...]:
     resolves them (CTEs and table functions excluded); empty when the planner cannot read the body."""
     try:
         with quiet_sqlglot():
-            spark = sqlglot.transpile(duckdb_sql, read="duckdb", write="spark")[0]
-        refs = parse_query(spark).table_refs()
+            ours = sqlglot.transpile(duckdb_sql, read="duckdb", write=DIALECT)[0]
+        refs = parse_query(ours).table_refs()
     except (SqlglotError, QueryError):
         return ()  # DuckDB's parser accepted the body: leave binding to the readers rather than refuse it
     return tuple((r.schema, r.name) for r in refs if r.version is None and r.timestamp is None)
 
 
-def sort_spec(spark_sql: str, direction: str, nulls: str | None) -> SortSpec:
+def sort_spec(sql: str, direction: str, nulls: str | None) -> SortSpec:
     """One sort key as DuckDB records it (`NULLS_LAST` unless told), with the columns it reads."""
-    what = f"SET SORTED BY {spark_sql}"
-    duck = _to_duckdb(spark_sql, what)
+    what = f"SET SORTED BY {sql}"
+    duck = _to_duckdb(sql, what)
     text, _ = _duck_sql("SELECT " + duck, what)
     with quiet_sqlglot():
         tree = sqlglot.parse_one(duck, read="duckdb")
@@ -237,7 +232,7 @@ def parse_type(text: str) -> TypeSpec:
     """A Spark type (`INT`, `STRING`, `DECIMAL(10,2)`, `ARRAY<…>`, `STRUCT<a: …>`, `MAP<…>`, `TIMESTAMP` = with
     time zone, `TIMESTAMP_NTZ`), or DuckDB's spelling where Spark has none (`UINTEGER`, `INT[]`, `STRUCT(a …)`)."""
     node = None
-    for dialect in ("spark", "duckdb"):
+    for dialect in (DIALECT, "duckdb"):
         try:
             with quiet_sqlglot():
                 node = exp.DataType.build(text, dialect=dialect)

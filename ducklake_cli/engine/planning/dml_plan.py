@@ -7,14 +7,16 @@ row id: `engine/scan.py`, `with_location`); every other table a statement names 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from ducklake_cli.engine.planning.dialect import DIALECT, quiet_sqlglot, sql_text, syntax_message
 from ducklake_cli.engine.planning.predicates import Predicate
-from ducklake_cli.engine.planning.sql_rewrite import parse_query, quiet_sqlglot, syntax_message
+from ducklake_cli.engine.planning.sql_rewrite import parse_query
 from ducklake_cli.errors import QueryError
 
 # The target's temp view; each statement gets its own (`TARGET_VIEW_<n>`): Spark Connect resolves a view's name
@@ -68,20 +70,19 @@ class Statement:
         return self.alias or self.table
 
 
-def split_script(text: str) -> list[str]:
-    """The statements of a script, each as Spark SQL text (comments dropped; a `BEGIN`/`COMMIT` around them is
-    what the script means anyway, and `ROLLBACK` is refused)."""
-    try:
-        with quiet_sqlglot():
-            trees = [t for t in sqlglot.parse(text, read="spark") if t is not None]
-    except SqlglotError as exc:
-        raise QueryError(syntax_message(exc)) from None
-    if any(isinstance(t, exp.Rollback) for t in trees):
-        raise QueryError("the script has a ROLLBACK; a script commits all its statements or none")
-    trees = [t for t in trees if not isinstance(t, (exp.Transaction, exp.Commit, exp.EndStatement))]
-    if not trees:
+def change_statements(statements: Sequence[str]) -> list[str]:
+    """A script's statements (`dialect.split_statements`) without the `BEGIN`/`COMMIT` around them, which is what
+    a script means anyway; a `ROLLBACK` is refused."""
+    out = []
+    for sql in statements:
+        tree = _one(sql)
+        if isinstance(tree, exp.Rollback):
+            raise QueryError("the script has a ROLLBACK; a script commits all its statements or none")
+        if not isinstance(tree, (exp.Transaction, exp.Commit, exp.EndStatement)):
+            out.append(sql)
+    if not out:
         raise QueryError("the script has no SQL statements")
-    return [t.sql(dialect="spark") for t in trees]
+    return out
 
 
 def is_change(sql: str) -> bool:
@@ -98,7 +99,7 @@ def is_change(sql: str) -> bool:
 def _one(sql: str) -> exp.Expr:
     try:
         with quiet_sqlglot():
-            trees = [t for t in sqlglot.parse(sql, read="spark") if t is not None]
+            trees = [t for t in sqlglot.parse(sql, read=DIALECT) if t is not None]
     except SqlglotError as exc:
         raise QueryError(syntax_message(exc)) from None
     if len(trees) != 1:
@@ -107,7 +108,7 @@ def _one(sql: str) -> exp.Expr:
 
 
 def _text(node: exp.Expr | None) -> str | None:
-    return None if node is None else node.sql(dialect="spark")
+    return None if node is None else sql_text(node)
 
 
 def _target(node: exp.Expr, verb: str) -> exp.Table:
@@ -127,7 +128,7 @@ def _assignments(items: list[exp.Expr], verb: str) -> tuple[tuple[str, str], ...
             raise QueryError(f"{verb} SET needs `column = value` items")
         col = item.this
         if col.table and len(col.parts) > 2:
-            raise QueryError(f"{verb} SET {col.sql('spark')}: only top-level columns can be assigned")
+            raise QueryError(f"{verb} SET {sql_text(col)}: only top-level columns can be assigned")
         out.append((col.name, _text(item.expression) or "NULL"))
     return tuple(out)
 
@@ -140,7 +141,7 @@ def _partition_item(node: exp.Expr) -> str:
     col = node.find(exp.Column)
     name = type(node).__name__.lower()
     if col is None or name not in ("year", "month", "day", "hour"):
-        raise QueryError(f"PARTITIONED BY {node.sql('spark')} is not a column, year|month|day|hour(col) or "
+        raise QueryError(f"PARTITIONED BY {sql_text(node)} is not a column, year|month|day|hour(col) or "
                          "bucket(N, col)")
     return f"{name}({col.name})"
 
@@ -191,7 +192,7 @@ def parse_change(sql: str) -> Statement:
                 items = schema.expressions if isinstance(schema, exp.Schema) else [schema]
                 parts = tuple(_partition_item(i) for i in items)
             elif not isinstance(prop, exp.FileFormatProperty):
-                raise QueryError(f"CREATE TABLE option {prop.sql('spark')} is not supported")
+                raise QueryError(f"CREATE TABLE option {sql_text(prop)} is not supported")
         return Statement("create", t.db or None, t.name, sql, source=_text(tree.expression), partition_by=parts)
     raise QueryError(f"{tree.key.upper()} is not a row-level change")
 
@@ -237,7 +238,7 @@ def _merge(tree: exp.Merge, sql: str) -> Statement:
                                        tuple(zip(cols or [""] * len(values), [_text(v) or "NULL" for v in values],
                                                  strict=True))))
         else:
-            raise QueryError(f"unsupported MERGE action {then.sql('spark')}")
+            raise QueryError(f"unsupported MERGE action {sql_text(then)}")
     if not clauses:
         raise QueryError("MERGE needs at least one WHEN clause")
     return Statement("merge", t.db or None, t.name, sql, alias=t.alias or None, source=_text(using),
@@ -260,10 +261,10 @@ def _loc(st: Statement) -> list[str]:
     return [f"{a}.{n}" for n in LOCATION]
 
 
-def qualify_target(st: Statement, text: str) -> str:
+def qualify_target(st: Statement, sql: str) -> str:
     """`schema.table.col` references to the target, rewritten to its alias (the target is a temp view), and the
     target's `rowid` to its row-id column (unqualified only where the target is the statement's one table)."""
-    tree = sqlglot.parse_one(text, read="spark")
+    tree = sqlglot.parse_one(sql, read=DIALECT)
     schema = (st.schema or "main").lower()
     names = {st.target_alias.lower(), st.table.lower()}
     for col in list(tree.find_all(exp.Column)):
@@ -272,7 +273,7 @@ def qualify_target(st: Statement, text: str) -> str:
             col.set("catalog", None)
         if col.name.lower() == "rowid" and (col.table.lower() in names if col.table else st.kind != "merge"):
             col.set("this", exp.to_identifier(LOCATION[2]))
-    return tree.sql(dialect="spark")
+    return sql_text(tree)
 
 
 def target_predicates(st: Statement) -> list[Predicate]:

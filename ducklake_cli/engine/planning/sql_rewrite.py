@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-import logging
 import re
 import struct
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
-from typing import Any
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ErrorLevel, ParseError, SqlglotError, TokenError
+from sqlglot.errors import ErrorLevel, SqlglotError
 
+from ducklake_cli.engine.planning.dialect import DIALECT, one_line, quiet_sqlglot, sql_text, syntax_message
 from ducklake_cli.engine.planning.feed_sql import FeedRef, feed_nodes, feed_ref
 from ducklake_cli.engine.planning.predicates import Op, Predicate
 from ducklake_cli.errors import QueryError
@@ -33,7 +31,6 @@ _NO_SPARK_TYPE = (_T.INT128, _T.UINT128, _T.UBIGINT, _T.UINT, _T.USMALLINT, _T.B
                   _T.USERDEFINED)
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?(Z|[+-]\d{2}:\d{2})?")
-_TOKEN = re.compile(r"<Token token_type: TokenType\.(\w+), text: (.*?), line: \d+, col: \d+.*?>")
 _PLACEHOLDER = "{DUCKLAKE_CATALOG}"
 _LAKE = "__ducklake_catalog__"
 ROWID_NAME = "rowid"
@@ -115,6 +112,7 @@ class ParsedQuery:
                 col.set("catalog", None)
         if rowid_views:
             _hide_rowid(tree, rowid_views)
+        _plain_likes(tree)
         return tree.sql(dialect="spark")
 
     def predicates_for(self, ref: TableRef) -> list[Predicate]:
@@ -158,6 +156,18 @@ class ParsedQuery:
         return any(col.name.lower() == ROWID_NAME for col in self.tree.find_all(exp.Column))
 
 
+def _plain_likes(tree: exp.Expr) -> None:
+    """`LIKE`/`ILIKE` without `ESCAPE` get an escape character the pattern does not hold: DuckDB's (and SQL's) LIKE
+    has no escape character unless one is named, Spark's takes a backslash (`'a\\%'` would match `a%` only)."""
+    for node in list(tree.find_all(exp.Like, exp.ILike)):
+        pattern = node.expression
+        if isinstance(node.parent, exp.Escape) or isinstance(pattern, (exp.Any, exp.All)):
+            continue
+        held = str(pattern.this) if isinstance(pattern, exp.Literal) and pattern.is_string else ""
+        char = next(c for c in "\x00\x01\x02\x03" if c not in held)
+        node.replace(exp.Escape(this=node.copy(), expression=exp.Literal.string(char)))
+
+
 def _hide_rowid(tree: exp.Expr, rowid_views: frozenset[str]) -> None:
     """`*` and `t.*` over a temp view carrying the virtual `rowid` become `* EXCEPT (t.rowid)`: DuckDB's star
     never expands to it."""
@@ -187,7 +197,7 @@ def parse_query(sql: str, *, bound: frozenset[str] = frozenset()) -> ParsedQuery
     Unqualified names in `bound` are temp views the caller registers, not lake tables."""
     try:
         with quiet_sqlglot():
-            statements = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
+            statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
     except SqlglotError as exc:
         raise QueryError(syntax_message(exc)) from None
     if len(statements) != 1:
@@ -253,9 +263,10 @@ def transpile_view(sql: str, *, catalog_name: str = "lake", schema: str = "main"
         if (what := _unsupported(part)) is not None:
             raise QueryError(fail + what)
     try:
-        return tree.sql(dialect="spark", unsupported_level=ErrorLevel.RAISE)
+        tree.sql(dialect="spark", unsupported_level=ErrorLevel.RAISE)  # what Spark cannot say fails here
+        return tree.sql(dialect=DIALECT)
     except SqlglotError as exc:
-        raise QueryError(fail + _one_line(str(exc))) from None
+        raise QueryError(fail + one_line(str(exc))) from None
 
 
 def view_column_aliases(text: str | None) -> list[str]:
@@ -406,14 +417,14 @@ def _ref(node: exp.Table) -> TableRef:
         if clause.name.upper() == "VERSION":
             text = given.this if isinstance(given, exp.Literal) else ""
             if not (isinstance(text, str) and text.strip().isdigit()):
-                raise QueryError(f"VERSION AS OF needs a snapshot id, got {given.sql('spark')}")
+                raise QueryError(f"VERSION AS OF needs a snapshot id, got {sql_text(given)}")
             version = int(text)
         else:
             if isinstance(given, exp.Cast) and given.to.this in _TIMESTAMPS:  # TIMESTAMP '...'
                 given = given.this.unnest()
             if not (isinstance(given, exp.Literal) and given.is_string):
                 raise QueryError(f"TIMESTAMP AS OF needs a literal like '2026-01-01 00:00:00', "
-                                 f"got {clause.expression.sql('spark')}")
+                                 f"got {sql_text(clause.expression)}")
             timestamp = str(given.this)
     return TableRef(catalog=node.catalog or None, schema=node.db or None, name=node.name,
                     version=version, timestamp=timestamp)
@@ -566,53 +577,3 @@ def _cast(value: object, to: exp.DataType) -> object | None:
     if kind == _T.FLOAT:  # the float32 Spark compares with, not the float64 Python would keep
         return struct.unpack("f", struct.pack("f", float(num)))[0]
     return None
-
-
-# -- errors ---------------------------------------------------------------------------------------------------
-
-
-def syntax_message(exc: SqlglotError) -> str:
-    errors = exc.errors if isinstance(exc, ParseError) else []
-    if isinstance(exc, TokenError):
-        return "SQL syntax error: a quoted string or name is not closed"
-    if not errors:
-        return f"SQL syntax error: {_one_line(str(exc))}"
-    first = errors[0]
-    return f"SQL syntax error at line {first['line']}, column {first['col']}: {_plain_words(first)}"
-
-
-_MISSING = re.compile(r"Required keyword: '\w+' missing for <class '(?:[\w.]+\.)?(\w+)'>")
-_CLAUSES = {"Where": "WHERE", "Having": "HAVING", "Order": "ORDER BY", "Group": "GROUP BY", "From": "FROM",
-            "Join": "JOIN", "Limit": "LIMIT", "Select": "SELECT", "Qualify": "QUALIFY"}
-
-
-def _plain_words(error: dict[str, Any]) -> str:
-    """sqlglot's parser wording (class names, token dumps) as a sentence a SQL user reads."""
-    description = str(error.get("description") or "")
-    near = (error.get("highlight") or "").strip()
-    at = f" after {_one_line(near)!r}" if near else ""
-    if description.startswith("Invalid expression / Unexpected token"):
-        return f"unexpected {_one_line(near)!r}" if near else "unexpected end of input"
-    missing = _MISSING.fullmatch(description)
-    if missing:
-        clause = _CLAUSES.get(missing[1])
-        return f"incomplete {clause} clause" if clause else f"incomplete expression{at}"
-    if description.startswith("Expecting "):
-        return f"expected {description.removeprefix('Expecting ').strip()!r}{at}"
-    what = _TOKEN.sub(lambda m: "end of input" if m[1] == "SENTINEL" else repr(m[2]), description)
-    return _one_line(what)
-
-
-def _one_line(text: str) -> str:
-    return (re.sub(r"\x1b\[\d+m", "", text).strip().splitlines() or [""])[0]
-
-
-@contextmanager
-def quiet_sqlglot() -> Iterator[None]:
-    """sqlglot logs a warning when it falls back to `Command`; we raise a clean error instead."""
-    log = logging.getLogger("sqlglot")
-    log.addFilter(hush := logging.Filter("\0"))  # matches no logger name, so drops every record
-    try:
-        yield
-    finally:
-        log.removeFilter(hush)

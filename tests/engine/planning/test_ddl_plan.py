@@ -86,12 +86,6 @@ def test_is_ddl() -> None:
     assert not p.is_ddl("DELETE FROM t")
 
 
-def test_split_script() -> None:
-    """Semicolons inside strings and comments do not split; leading comments are dropped."""
-    assert p.split_ddl_script("-- c;\nCREATE SCHEMA a; COMMENT ON TABLE t IS 'x;y';\n;") == [
-        "CREATE SCHEMA a", "COMMENT ON TABLE t IS 'x;y'"]
-
-
 @pytest.mark.parametrize(("sql", "needle"), [
     ("ALTER TABLE t SET PARTITIONED BY (s.p)", "nested"),
     ("ALTER TABLE t SET SORTED BY (s.p)", "unqualified"),

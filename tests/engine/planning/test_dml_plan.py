@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from ducklake_cli.engine.planning.dialect import split_statements
 from ducklake_cli.engine.planning.dml_plan import (
     TARGET_VIEW,
+    change_statements,
     is_change,
     merge_select,
     parse_change,
-    split_script,
     target_predicates,
     update_select,
 )
@@ -52,10 +53,11 @@ def test_bad_statements_raise_one_line(sql: str, message: str) -> None:
 
 
 def test_script_splits_statements() -> None:
-    assert len(split_script("DELETE FROM t WHERE id = 1;\n-- note\nUPDATE t SET v = 'x';\n")) == 2
-    assert len(split_script("BEGIN;\nDELETE FROM t WHERE id = 1;\nCOMMIT;")) == 1
+    script = "DELETE FROM t WHERE id = 1;\n-- note\nUPDATE t SET v = 'x';\n"
+    assert len(change_statements(split_statements(script))) == 2
+    assert len(change_statements(split_statements("BEGIN;\nDELETE FROM t WHERE id = 1;\nCOMMIT;"))) == 1
     with pytest.raises(QueryError, match="ROLLBACK"):
-        split_script("BEGIN; DELETE FROM t; ROLLBACK;")
+        change_statements(split_statements("BEGIN; DELETE FROM t; ROLLBACK;"))
 
 
 def test_update_select_keeps_unassigned_columns() -> None:
