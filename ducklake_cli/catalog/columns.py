@@ -18,20 +18,27 @@ from sqlalchemy import and_, delete, select, update
 from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.models import ColumnInfo, TableInfo
 from ducklake_cli.catalog.transaction import Transaction
+from ducklake_cli.catalog.types import (
+    FLOAT_TYPES,
+    INT_DECIMAL_DIGITS,
+    MAX_DECIMAL_PRECISION,
+    SIGNED_WIDENING,
+    UNSIGNED_WIDENING,
+    decimal_parts,
+)
 from ducklake_cli.catalog.writes import column_rows, create_inlined_table
 from ducklake_cli.errors import QueryError
 
-# DuckLake's allowed type promotions (DuckDB `TypePromotionIsAllowed`): old type → the types it may become.
-_PROMOTIONS: dict[str, frozenset[str]] = {
-    "int8": frozenset({"int16", "int32", "int64"}),
-    "int16": frozenset({"int32", "int64"}),
-    "int32": frozenset({"int64"}),
-    "uint8": frozenset({"int16", "int32", "int64", "uint16", "uint32", "uint64"}),
-    "uint16": frozenset({"int32", "int64", "uint32", "uint64"}),
-    "uint32": frozenset({"int64", "uint64"}),
-    "float32": frozenset({"float64"}),
-    "timestamp": frozenset({"timestamptz"}),
+# Timestamp types each older temporal type widens to (DuckDB's implicit casts; `timestamp_us` is `timestamp`).
+_TIMESTAMPS = ("timestamp_s", "timestamp_ms", "timestamp", "timestamp_us", "timestamp_ns")
+_TEMPORAL: dict[str, frozenset[str]] = {
+    "date": frozenset({*_TIMESTAMPS, "timestamptz"}),
+    "timestamp_s": frozenset(_TIMESTAMPS[1:]),
+    "timestamp_ms": frozenset(_TIMESTAMPS[2:]),
+    "timestamp": frozenset({"timestamp_ns", "timestamptz"}),
+    "timestamp_us": frozenset({"timestamp_ns", "timestamptz"}),
 }
+_NESTED = frozenset({"struct", "list", "map"})
 _LITERAL, _EXPRESSION = "literal", "expression"
 
 
@@ -49,8 +56,54 @@ NO_DEFAULT = Default(None, "NULL")
 
 
 def promotion_allowed(old_type: str, new_type: str) -> bool:
-    """Whether DuckLake allows changing a column of `old_type` to `new_type` (a widening promotion)."""
-    return old_type == new_type or new_type in _PROMOTIONS.get(old_type, frozenset())
+    """Whether DuckLake lets a leaf column of `old_type` become `new_type`: DuckDB 1.5.5's rule (the new type is
+    what DuckDB makes of the two when it must hold values of both, `TypePromotionIsAllowed`), established by trying
+    every pair: integers widen to wider integers (unsigned to signed only with more bits), floats and decimals with
+    as many integer digits (a 38-digit decimal takes any integer); booleans to integers; decimals to floats and to
+    the decimal DuckDB makes of both (`_decimal_union`); date and coarser timestamps to finer ones;
+    timestamp (µs) to timestamptz; anything to json, and anything but json to variant."""
+    if old_type == new_type:
+        return True
+    if old_type in _NESTED or new_type in _NESTED:
+        return False
+    if new_type == "json" or (new_type == "variant" and old_type != "json"):
+        return True
+    if new_type in _TEMPORAL.get(old_type, ()):
+        return True
+    if old_type == "float32":
+        return new_type == "float64"
+    if old_type == "boolean":
+        return new_type in INT_DECIMAL_DIGITS
+    old_dec, new_dec = decimal_parts(old_type), decimal_parts(new_type)
+    if old_dec is not None:
+        return _decimal_union(old_dec, new_dec) == new_dec if new_dec is not None else new_type in FLOAT_TYPES
+    if old_type not in INT_DECIMAL_DIGITS:
+        return False
+    if new_type in FLOAT_TYPES:
+        return True
+    if new_dec is not None:
+        return INT_DECIMAL_DIGITS[old_type] <= new_dec[0] - new_dec[1] or new_dec[0] == MAX_DECIMAL_PRECISION
+    return _wider_integer(old_type, new_type)
+
+
+def _decimal_union(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    """The decimal DuckDB makes of two: the most integer and the most fractional digits; past 38 digits the
+    fraction gives way (so `decimal(38,0)` takes any decimal)."""
+    whole, scale = max(a[0] - a[1], b[0] - b[1]), max(a[1], b[1])
+    if whole + scale > MAX_DECIMAL_PRECISION:
+        return MAX_DECIMAL_PRECISION, MAX_DECIMAL_PRECISION - whole
+    return whole + scale, scale
+
+
+def _wider_integer(old_type: str, new_type: str) -> bool:
+    """A signed integer into a wider signed one; an unsigned one into a wider unsigned one or a signed one with more
+    bits (never signed into unsigned)."""
+    for family in (SIGNED_WIDENING, UNSIGNED_WIDENING):
+        if old_type in family and new_type in family:
+            return family.index(new_type) > family.index(old_type)
+    if old_type in UNSIGNED_WIDENING and new_type in SIGNED_WIDENING:
+        return SIGNED_WIDENING.index(new_type) > UNSIGNED_WIDENING.index(old_type)
+    return False
 
 
 def table_altered(tx: Transaction, table: TableInfo, *, versioned: bool = True, new_inlined: bool = True,
@@ -224,8 +277,9 @@ def rename_column(tx: Transaction, table: TableInfo, column_id: int, new_name: s
 
 def set_column_type(tx: Transaction, table: TableInfo, column_id: int, new_type: ColumnInfo, *,
                     inline: bool = True) -> TableInfo:
-    """Change a column's type to `new_type` (a column tree): a widening promotion, or for a struct, fields
-    added (new ids), dropped, or promoted by name."""
+    """Change a column's type to `new_type` (a column tree): a widening promotion (`promotion_allowed`), for a
+    struct fields added (new ids), dropped, or promoted by name, for a list or map its element, key or value
+    promoted."""
     table = _retype(tx, table, column(table, column_id), new_type)
     table_altered(tx, table, new_inlined=inline)
     return table
@@ -245,6 +299,10 @@ def _retype(tx: Transaction, table: TableInfo, old: ColumnInfo, new: ColumnInfo)
             else:
                 table = _add_field(tx, table, old.column_id, field)
         return table
+    if old.type == new.type and old.type in ("list", "map") and len(old.children) == len(new.children):
+        for was, becomes in zip(old.children, new.children, strict=True):  # element; key and value
+            table = _retype(tx, table, was, becomes)
+        return table
     if old.children or new.children:
         if old.type_text() == new.type_text():
             return table
@@ -254,7 +312,8 @@ def _retype(tx: Transaction, table: TableInfo, old: ColumnInfo, new: ColumnInfo)
         return table
     if not promotion_allowed(old.type, new.type):
         raise QueryError(f"cannot change the type of {old.name!r} from {old.type} to {new.type}: only widening "
-                         "promotions are allowed (e.g. int32 → int64, float32 → float64, timestamp → timestamptz)")
+                         "promotions are allowed (e.g. int32 → int64, int32 → decimal(12,2), decimal(12,2) → "
+                         "decimal(14,2), float32 → float64, date → timestamp, any type → json)")
     return _new_version(tx, table, old, type=new.type)
 
 

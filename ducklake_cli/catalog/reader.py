@@ -311,6 +311,22 @@ class MetadataReader(FileQueries):
                                  .order_by(t.c.begin_snapshot)).all()
         return [(int(r.begin_snapshot), int(r.schema_version)) for r in rows]
 
+    def type_changes(self, table_id: int, snapshot_id: int) -> dict[int, int]:
+        """Per column id (nested fields too), the snapshot its type last changed at, up to `snapshot_id`; columns
+        never retyped are absent (a rename or a default also starts a column version)."""
+        c = s.column_t
+        rows = self.conn.execute(
+            select(c.c.column_id, c.c.begin_snapshot, c.c.column_type)
+            .where(c.c.table_id == table_id, c.c.begin_snapshot <= snapshot_id)
+            .order_by(c.c.column_id, c.c.begin_snapshot)).all()
+        out: dict[int, int] = {}
+        before: dict[int, str] = {}
+        for r in rows:
+            if before.get(r.column_id, r.column_type) != r.column_type:
+                out[int(r.column_id)] = int(r.begin_snapshot)
+            before[r.column_id] = r.column_type
+        return out
+
     def next_column_id(self, table_id: int) -> int:
         """The first column id the table never used (over all versions, dropped columns included; spec §5.2)."""
         c = s.column_t

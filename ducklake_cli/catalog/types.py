@@ -9,6 +9,15 @@ SIGNED_INT_TYPES = frozenset({"int8", "int16", "int32", "int64"})
 UNSIGNED_INT_TYPES = frozenset({"uint8", "uint16", "uint32", "uint64"})
 INT_TYPES = SIGNED_INT_TYPES | UNSIGNED_INT_TYPES
 FLOAT_TYPES = frozenset({"float32", "float64"})
+# Integer types from narrowest to widest, 128-bit included (signed, then unsigned).
+SIGNED_WIDENING = ("int8", "int16", "int32", "int64", "int128")
+UNSIGNED_WIDENING = ("uint8", "uint16", "uint32", "uint64", "uint128")
+# The decimal digits DuckDB gives an integer type where it meets a decimal (128-bit: the most a decimal has, 38).
+INT_DECIMAL_DIGITS: dict[str, int] = {
+    "int8": 3, "int16": 5, "int32": 10, "int64": 19, "int128": 38,
+    "uint8": 3, "uint16": 5, "uint32": 10, "uint64": 20, "uint128": 38,
+}
+MAX_DECIMAL_PRECISION = 38
 
 DECIMAL_TYPE = re.compile(r"decimal\((\d+),\s*(\d+)\)")  # `decimal(p,s)`: precision, scale
 

@@ -32,12 +32,15 @@ Value conversions (DuckLake type → value; see COMPATIBILITY.md):
   Best effort: binary values render as text when valid UTF-8, else as base64.
 * geometry → the WKB bytes (BinaryType).
 * Everything else is cast with pyarrow to the Arrow form of its Spark type (older narrower types widen).
+* Values written before a type change (`ALTER COLUMN … TYPE`) read as DuckDB casts them to the new type
+  (`engine.casts`): FLOAT/DOUBLE and DECIMAL with DuckDB's rounding, json as DuckDB's JSON text of the old value.
 
 Spark's Python data sources get no column pruning: every table column of a file is decoded, whatever the query
 selects. The data-source classes below are pickled BY VALUE (see `_register`), and the executor-side code uses only the
 standard library, pyarrow, numpy, fsspec and pyspark, so executors need no `ducklake_cli` installed. That is why it
-is one module: the driver half and the executor half it ships by value must sit in the same module, and the constants
-it takes from `catalog.types` travel as plain values inside the pickled functions.
+is one module (with `engine.casts`, shipped by value too): the driver half and the executor half it ships by value must
+sit in the same module, and the constants it takes from `catalog.types` travel as plain values inside the pickled
+functions.
 """
 
 from __future__ import annotations
@@ -55,6 +58,9 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 # Plain ints and strings: pickled by value with the functions that use them (see `_register`).
 from ducklake_cli.catalog.types import ROW_ID_COLUMN, ROW_ID_FIELD_ID, SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID
+
+# Shipped by value with this module (see `_register`).
+from ducklake_cli.engine import casts
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -143,6 +149,7 @@ def _register(spark: SparkSession) -> None:
     from pyspark import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    cloudpickle.register_pickle_by_value(casts)
     spark.dataSource.register(FallbackDataSource)
 
 
@@ -208,6 +215,7 @@ def read_file_batches(
             wanted += [{"id": ROW_ID_FIELD_ID, "type": "int64", "children": []},
                        {"id": SNAPSHOT_ID_FIELD_ID, "type": "int64", "children": []}]
         found = [by_name.get(s["name"]) if "name" in s else top.get(s["id"]) for s in wanted]
+        wanted = [_with_source(s, f, pf) for s, f in zip(wanted, found, strict=True)]
         names = list(dict.fromkeys(f.name for f in found if f is not None))
         pos = 0
         for raw in _batches(pf, names, batch_rows):
@@ -230,6 +238,21 @@ def read_file_batches(
             arrays.append(_positions(pos, n))
             pos += n
             yield _record_batch(arrays, target)
+
+
+def _with_source(spec: Mapping[str, Any], field: pa.Field | None, pf: Any) -> Mapping[str, Any]:
+    """A json column's spec with what its file field was when Arrow cannot tell (`source`: a TIME adjusted to UTC
+    is a `timetz`, a GeoParquet column a `geometry`): values written before the column became json read as
+    DuckDB renders those types."""
+    if spec["type"] != "json" or field is None:
+        return spec
+    if field.name in json.loads((pf.schema_arrow.metadata or {}).get(b"geo", b"{}")).get("columns", {}):
+        return {**spec, "source": "geometry"}
+    for i in range(len(pf.schema)):
+        column = pf.schema.column(i)
+        if column.path == field.name and '"isAdjustedToUTC":true' in column.logical_type.to_json().replace(" ", ""):
+            return {**spec, "source": "timetz"} if column.logical_type.type == "TIME" else spec
+    return spec
 
 
 def _open(path: str, storage_options: Mapping[str, Any] | None) -> Any:
@@ -327,6 +350,13 @@ def convert(arr: pa.Array, spec: Mapping[str, Any], target: pa.DataType) -> pa.A
         return _convert_variant(arr, target)
     if pa.types.is_null(arr.type):
         return _nulls(len(arr), target)
+    if kind == "json":
+        return _json(arr, spec.get("source"))
+    numeric = pa.types.is_decimal(arr.type) or pa.types.is_integer(arr.type)
+    if pa.types.is_floating(target) and numeric:
+        return casts.to_floating(arr, target)
+    if pa.types.is_decimal(target) and (numeric or pa.types.is_boolean(arr.type) or pa.types.is_floating(arr.type)):
+        return casts.to_decimal(arr, target)
     if kind in _COARSE and pa.types.is_timestamp(arr.type) and arr.type.unit != "s":
         arr = _round_timestamps(arr, _COARSE[kind])
     special = _SPECIAL.get(kind)
@@ -345,7 +375,23 @@ def _cast(arr: pa.Array, target: pa.DataType) -> pa.Array:
         if arr.type.unit == "ns":
             arr = arr.cast(pa.timestamp("ns", tz=arr.type.tz)).cast(pa.timestamp("us", tz=arr.type.tz), safe=False)
         return arr.cast(target)
+    if pa.types.is_floating(arr.type) and pa.types.is_floating(target):
+        return arr.cast(target, safe=False)  # DOUBLE → FLOAT rounds to nearest, as DuckDB's cast
     return arr.cast(target)
+
+
+def _json(arr: pa.Array, source: str | None) -> pa.Array:
+    """A json column's values, from whatever type they were written as: DuckDB's `CAST(x AS JSON)` (`casts`),
+    variants as their JSON, the types only DuckDB has as their DuckDB text in a JSON string."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(arr.type):
+        return _convert_variant(arr, pa.string())
+    if pa.types.is_fixed_size_binary(arr.type) and arr.type.byte_width in (12, 16):
+        return casts.quoted((_uuid if arr.type.byte_width == 16 else _interval)(arr, pa.string()))
+    if pa.types.is_time(arr.type):
+        return casts.quoted((_timetz if source == "timetz" else _time)(arr, pa.string()))
+    return casts.json_text(arr, source)
 
 
 def _convert_struct(arr: pa.Array, spec: Mapping[str, Any], target: pa.DataType) -> pa.Array:
@@ -766,7 +812,7 @@ def _to_json(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return _json_double(value) if math.isfinite(value) else _json_str(str(value))
+        return casts.json_double(value) if math.isfinite(value) else _json_str(str(value))
     if isinstance(value, Decimal):
         return format(value, "f")
     if isinstance(value, str):
@@ -788,23 +834,7 @@ def _to_json(value: Any) -> str:
     return _json_str(str(value))
 
 
-def _json_double(value: float) -> str:
-    """A finite double as DuckDB's JSON renders it: shortest digits, fixed notation for 1e-6 <= |x| < 1e21."""
-    if value == 0:
-        return "0.0"
-    sign = "-" if value < 0 else ""
-    tup = Decimal(repr(abs(value))).normalize().as_tuple()
-    digits = "".join(map(str, tup.digits))
-    point = len(digits) + int(tup.exponent)  # value = 0.<digits> * 10^point
-    exp10 = point - 1
-    if -6 <= exp10 < 21:
-        if point <= 0:
-            return f"{sign}0.{'0' * -point}{digits}"
-        if point >= len(digits):
-            return f"{sign}{digits}{'0' * (point - len(digits))}.0"
-        return f"{sign}{digits[:point]}.{digits[point:]}"
-    mantissa = digits[0] + (f".{digits[1:]}" if len(digits) > 1 else "")
-    return f"{sign}{mantissa}e{exp10}"
+_json_double = casts.json_double  # the name it had here
 
 
 def _json_str(text: str) -> str:

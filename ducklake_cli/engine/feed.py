@@ -188,12 +188,12 @@ def _default(value: object, col: Any) -> Column:
 def _inlined(spark: SparkSession, plan: FeedPlan, sources: tuple[InlinedChanges, ...]) -> list[DataFrame]:
     from pyspark.sql import functions as F
 
-    from ducklake_cli.engine.scan import conform
+    from ducklake_cli.engine.scan import conform, recast_inlined
 
     out = []
     for src in sources:
-        df = spark.createDataFrame(src.rows)
-        prior = {c.column_id: c for c in src.columns}
+        rows, prior = recast_inlined(src.rows, {c.column_id: c for c in src.columns}, plan.table.columns)
+        df = spark.createDataFrame(rows)
         cols = []
         for i, c in enumerate(plan.table.columns):
             if c.column_id in prior:

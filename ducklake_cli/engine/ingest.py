@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.inlined import spark_compatible_type, stored_type
 from ducklake_cli.catalog.models import ColumnInfo
-from ducklake_cli.catalog.types import DECIMAL_TYPE, DUCKDB_TYPES, FLOAT_TYPES, INT_TYPES
+from ducklake_cli.catalog.types import DECIMAL_TYPE, DUCKDB_TYPES, FLOAT_TYPES, INT_DECIMAL_DIGITS, INT_TYPES
 from ducklake_cli.engine.ingest_duckdb import (
     FileRead,
     connect_duckdb,
@@ -54,7 +54,6 @@ _ACCEPTS: dict[str, frozenset[str]] = {
     "uint32": frozenset({"int8", "int16", "int32", "int64"}), "uint64": frozenset({"int8", "int16", "int32", "int64"}),
     "json": frozenset({"varchar"}),
 }
-_INT_DIGITS = {"int8": 3, "int16": 5, "int32": 10, "int64": 19, "uint8": 3, "uint16": 5, "uint32": 10, "uint64": 20}
 # DuckDB type ids (DuckDBPyType.id) → DuckLake types (spec §8.1): DUCKDB_TYPES inverted for the types an input may
 # have (ids spell two names out).
 _ID_SPELLING = {"TIMESTAMPTZ": "timestamp with time zone", "TIMETZ": "time with time zone"}
@@ -499,11 +498,20 @@ def holds(want: str, have: str) -> bool:
     if have == want or have in _ACCEPTS.get(want, ()):
         return True
     m_to, m_from = DECIMAL_TYPE.fullmatch(want), DECIMAL_TYPE.fullmatch(have)
-    if m_to and (m_from or have in _INT_DIGITS):
+    if m_to and (m_from or have in INT_DECIMAL_DIGITS):
         p2, s2 = int(m_to.group(1)), int(m_to.group(2))
-        p1, s1 = (int(m_from.group(1)), int(m_from.group(2))) if m_from else (_INT_DIGITS[have], 0)
+        p1, s1 = (int(m_from.group(1)), int(m_from.group(2))) if m_from else (INT_DECIMAL_DIGITS[have], 0)
         return s2 >= s1 and p2 - s2 >= p1 - s1
     return want == "uint64" and have == "decimal(20,0)"
+
+
+def _widens(old: str, new: str) -> bool:
+    """A promotion DuckLake allows that keeps every value: what `--evolve` may do to a column (DuckDB's ALTER also
+    allows lossy ones, int64 → FLOAT, anything → JSON, which an append must not do silently)."""
+    from ducklake_cli.catalog.columns import promotion_allowed
+
+    unsigned = old.startswith("uint") and new.startswith("uint")
+    return promotion_allowed(old, new) and (holds(new, old) or unsigned)
 
 
 def conform(df: DataFrame, columns: Sequence[ColumnInfo], *, ignore_extra: bool) -> DataFrame:
@@ -562,9 +570,9 @@ class Evolution:
 
 def evolve_columns(table: Sequence[ColumnInfo], given: Sequence[ColumnInfo], next_id: int) -> Evolution:
     """The table's columns grown to take `given` (the input's columns): input columns the table lacks are added,
-    leaf types widened where DuckLake allows it (`promotion_allowed`), fields added to structs; a column the
-    input lacks stays (its DEFAULT or NULL is written). Other differences are refused, naming both types."""
-    from ducklake_cli.catalog.columns import promotion_allowed
+    leaf types widened where DuckLake allows it without losing a value (`_widens`), fields added to structs; a
+    column the input lacks stays (its DEFAULT or NULL is written). Other differences are refused, naming both
+    types."""
 
     counter = iter(range(next_id, 1 << 31))
 
@@ -590,7 +598,7 @@ def evolve_columns(table: Sequence[ColumnInfo], given: Sequence[ColumnInfo], nex
             known = {k.name.lower() for k in old.children}
             kids += [number(k, old.column_id) for k in new.children if k.name.lower() not in known]
             return replace(old, children=tuple(kids))
-        if not old.children and not new.children and promotion_allowed(old.type, new.type):
+        if not old.children and not new.children and _widens(old.type, new.type):
             return replace(old, type=new.type)
         raise InputError(f"column {where} is {duckdb_name(old)} in the table but {duckdb_name(new)} in the input, "
                          "and DuckLake cannot widen one to the other",

@@ -19,6 +19,7 @@ from ducklake_cli.catalog.types import (
     ROW_ID_FIELD_ID,
     SNAPSHOT_ID_COLUMN,
     SNAPSHOT_ID_FIELD_ID,
+    decimal_parts,
 )
 from ducklake_cli.engine import delete_masks
 from ducklake_cli.engine.file_index import file_key, spark_path
@@ -26,6 +27,7 @@ from ducklake_cli.engine.planning.scan_plan import FileSource, MappedField, Scan
 from ducklake_cli.engine.spark_types import FIELD_ID_KEY, spark_field, spark_type
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
     from pyspark.sql.types import DataType
 
@@ -48,6 +50,15 @@ _ORD_SHIFT = 34  # block key = file ordinal << 34 | position >> 6: files of up t
 # file (what `_metadata.row_index` is made from; Delta Lake's deletion vectors read it the same way). Asking for it
 # directly skips the per-row `_metadata` struct (lineitem with 10% deleted: 1.83x -> 1.27x a read without deletes).
 ROW_INDEX = "_tmp_metadata_row_index"
+# The column types Spark's Parquet reader reads a file's integers of each width as, with DuckDB's values: the
+# column's own and the widenings Spark does exactly (by experiment; UINT32 as DOUBLE it reads silently wrong).
+_SIGNED_READS = {8: frozenset({"int8", "int16", "int32", "int64", "float64"}),
+                 16: frozenset({"int16", "int32", "int64", "float64"}),
+                 32: frozenset({"int32", "int64", "float64"}), 64: frozenset({"int64"})}
+_UNSIGNED_READS = {8: frozenset({"uint8", "uint16", "uint32", "int16", "int32", "int64", "float64"}),
+                   16: frozenset({"uint16", "uint32", "int32", "int64", "float64"}),
+                   32: frozenset({"uint32", "int64"}), 64: frozenset({"uint64"})}
+_NTZ_TYPES = frozenset({"timestamp", "timestamp_us", "timestamp_ms", "timestamp_s"})
 
 
 def _spark_key(column: Column) -> Column:
@@ -90,6 +101,20 @@ def _read_native(
     return df.select(
         *names, ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN,
         _spark_key(F.col("_metadata.file_path")).alias("__key"), F.col(ROW_INDEX).alias("__pos"),
+    )
+
+
+def _read_fallback(spark: SparkSession, plan: ScanPlan, files: Sequence[FileSource]) -> DataFrame:
+    """Files read by the fallback reader (pyarrow on the executors, `engine.fallback`), keyed like `_read_native`."""
+    from pyspark.sql import functions as F
+
+    from ducklake_cli.engine.fallback import read_files
+
+    raw = read_files(spark, [(f.path, file_key(f.path)) for f in files], plan.columns,
+                     storage_options=plan.storage_options)
+    return raw.select(
+        *[F.col(f"c{c.column_id}").alias(_col_name(c.column_id)) for c in plan.columns],
+        ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN, F.col("__file").alias("__key"), "__pos",
     )
 
 
@@ -365,6 +390,97 @@ def _without_deleted(data: DataFrame, plan: ScanPlan, positions: DataFrame, *, e
     return joined.where(F.col("__mask").isNull() | (bit == 0)).drop("__blk", "__mask")
 
 
+def _spark_reads(file_type: pa.DataType, col: ColumnInfo) -> bool:
+    """Whether Spark's Parquet reader reads a file leaf of this (pyarrow) type as the leaf column's Spark type with
+    the values DuckDB reads: the type DuckDB writes for the column, or a widening Spark does exactly (established
+    by experiment). Spark reads some promotions silently wrong (a DECIMAL(9,2) or a UINT32 as DOUBLE), so anything
+    not known good is read by the fallback reader."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    while isinstance(file_type, pa.ExtensionType):
+        file_type = file_type.storage_type
+    if file_type == to_arrow_type(spark_type(col), timezone="UTC"):  # what Spark reads it as (our own writes)
+        return True
+    t, dec = col.type, decimal_parts(col.type)
+    if pa.types.is_integer(file_type):
+        width = file_type.bit_width
+        if pa.types.is_unsigned_integer(file_type):
+            return t in _UNSIGNED_READS.get(width, ())
+        if dec is not None:
+            return dec[0] - dec[1] >= (10 if width <= 32 else 20)
+        return t in _SIGNED_READS.get(width, ())
+    if pa.types.is_decimal(file_type):
+        whole = file_type.precision - file_type.scale
+        return dec is not None and dec[1] >= file_type.scale and dec[0] - dec[1] >= whole
+    if pa.types.is_floating(file_type):
+        return t == "float64" or (t == "float32" and pa.types.is_float32(file_type))
+    if pa.types.is_date(file_type):
+        return t in _NTZ_TYPES
+    if pa.types.is_timestamp(file_type):
+        if t == "timestamptz":
+            return file_type.unit == "us" or (file_type.tz is not None and file_type.unit == "ms")
+        return t in _NTZ_TYPES and file_type.tz is None and file_type.unit in ("ms", "us")
+    if t == "json":
+        return pa.types.is_string(file_type) or pa.types.is_large_string(file_type)
+    return False
+
+
+def _leaf_types(path: str, storage_options: Mapping[str, Any]) -> dict[int, pa.DataType]:
+    """A Parquet file's leaf fields (nested too) by field id, as pyarrow reads them (its footer only)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ducklake_cli.errors import StorageError
+    from ducklake_cli.storage.files import filesystem
+
+    try:
+        with filesystem(path, storage_options).open(path, "rb") as fh:
+            schema = pq.read_schema(fh)
+    except (OSError, ValueError) as exc:
+        raise StorageError(f"cannot read the Parquet footer of {path}: {exc}") from exc
+    out: dict[int, pa.DataType] = {}
+
+    def walk(field: pa.Field) -> None:
+        t = field.type
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                walk(t.field(i))
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            walk(t.value_field)
+        elif pa.types.is_map(t):
+            walk(t.key_field)
+            walk(t.item_field)
+        elif (raw := (field.metadata or {}).get(b"PARQUET:field_id")) is not None:
+            out[int(raw)] = t
+
+    for f in schema:
+        walk(f)
+    return out
+
+
+def _retyped_files(plan: ScanPlan, files: Sequence[FileSource]) -> frozenset[int]:
+    """Files written before a column's type changed (`ALTER COLUMN … TYPE`) that hold it in a type Spark's reader
+    cannot read as the new one exactly: read by the fallback reader, which converts as DuckDB does. Only files older
+    than a type change have their footers read (in parallel)."""
+    changed = plan.type_changes
+    leaves = [leaf for c in plan.columns for leaf in c.leaves() if leaf.column_id in changed]
+    newest = max((changed[leaf.column_id] for leaf in leaves), default=0)
+    unsure = [f for f in files if f.mapping_id is None and f.begin_snapshot < newest]
+    if not unsure:
+        return frozenset()
+    from concurrent.futures import ThreadPoolExecutor
+
+    def retyped(f: FileSource) -> bool:
+        held = _leaf_types(f.path, plan.storage_options)
+        return any(changed[leaf.column_id] > f.begin_snapshot and leaf.column_id in held
+                   and not _spark_reads(held[leaf.column_id], leaf) for leaf in leaves)
+
+    with ThreadPoolExecutor(max_workers=min(8, len(unsure))) as pool:
+        flags = list(pool.map(retyped, unsure))
+    return frozenset(f.data_file_id for f, flag in zip(unsure, flags, strict=True) if flag)
+
+
 def conform(value: Column, old: ColumnInfo, new: ColumnInfo) -> Column:
     """A value stored under an older version of a column, as the current version: nested fields matched by
     field id (renamed ones keep their values, added ones are NULL, dropped ones vanish), types promoted."""
@@ -396,8 +512,9 @@ def _inlined(spark: SparkSession, plan: ScanPlan, gone: frozenset[int]) -> list[
             import pyarrow.compute as pc
 
             rows = rows.filter(pc.invert(pc.is_in(rows.column("row_id"), value_set=_arrow_ids(gone))))
-        df = spark.createDataFrame(rows)
         prior = {c.column_id: c for c in src.columns}
+        rows, prior = recast_inlined(rows, prior, plan.columns)
+        df = spark.createDataFrame(rows)
         out.append(df.select(
             *[conform(F.col(f"c{c.column_id}"), prior[c.column_id], c).alias(_col_name(c.column_id))
               if c.column_id in prior else _default(c, plan.defaults).alias(_col_name(c.column_id))
@@ -405,6 +522,45 @@ def _inlined(spark: SparkSession, plan: ScanPlan, gone: frozenset[int]) -> list[
             F.col("row_id").cast("bigint").alias("__rowid"),
         ))
     return out
+
+
+def recast_inlined(rows: pa.Table, prior: Mapping[int, ColumnInfo],
+                   columns: Sequence[ColumnInfo]) -> tuple[pa.Table, dict[int, ColumnInfo]]:
+    """Inlined rows of top-level columns whose type changed since they were inlined, cast by DuckDB itself (as it
+    reads them: old type → new type), in the new type's Spark form; and the columns as the rows now are. Nested
+    fields are promoted by `conform`."""
+    changed = [c for c in columns if (old := prior.get(c.column_id)) is not None and not c.children
+               and not old.children and old.type != c.type]
+    if not changed:
+        return rows, dict(prior)
+    import duckdb
+
+    from ducklake_cli.catalog.inlined import spark_compatible_type, stored_type
+
+    def duck(col: ColumnInfo) -> str:
+        return {"json": "JSON", "variant": "VARIANT"}.get(col.type) or stored_type(col)
+
+    exprs = {}
+    for c in changed:
+        value = f"CAST(CAST(c{c.column_id} AS {stored_type(prior[c.column_id])}) AS {duck(c)})"
+        if c.type == "variant":
+            value = f"CAST({value} AS JSON)"
+        exprs[f"c{c.column_id}"] = f"CAST({value} AS {spark_compatible_type(c)})"
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        con.register("source", rows)
+        selects = ", ".join(f"{exprs[n]} AS {n}" if n in exprs else f'"{n}"' for n in rows.column_names)
+        recast = con.execute(f"SELECT {selects} FROM source").to_arrow_table()
+    except duckdb.Error as exc:  # DuckDB cannot read them either (JSON that is not JSON, a value out of range)
+        from ducklake_cli.errors import QueryError
+
+        names = ", ".join(repr(c.name) for c in changed)
+        raise QueryError(f"inlined rows of {names} cannot be read as the type the column has now: "
+                         f"{str(exc).splitlines()[0]}") from None
+    finally:
+        con.close()
+    return recast, {**prior, **{c.column_id: c for c in changed}}
 
 
 def _arrow_ids(ids: frozenset[int]) -> Any:
@@ -457,6 +613,9 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_
     snap_filter = any(f.needs_snapshot_filter for f in plan.files)
     shared_path = len({f.path for f in plan.files}) < len(plan.files)  # one file registered twice: read per copy
     fallback = any(needs_fallback(c) for c in columns)
+    # Files holding a column in an older type Spark cannot read as its current one: read like fallback columns.
+    retyped = frozenset() if fallback else _retyped_files(plan, plain)
+    plain = [f for f in plain if f.data_file_id not in retyped]
     # Every row needs its file and position when row ids are shown or a script's deletes may hit any file;
     # otherwise only the rows of files with deletes, snapshot filters or defaulted columns do.
     all_located = with_rowid or with_lineage or with_location or extra_deletes is not None or shared_path or fallback
@@ -466,7 +625,7 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_
         needs = (all_located or f.delete is not None or bool(f.inlined_deletes) or f.needs_snapshot_filter
                  or bool(plan.missing_columns.get(f.data_file_id)))
         (located if needs else free).append(f)
-    if free and not located and not by_mapping and not plan.inlined:
+    if free and not located and not by_mapping and not plan.inlined and not retyped:
         return _read_direct(spark, free, columns)
     if free:
         parts.append(_read_native(spark, free, columns, keyed=False)
@@ -481,17 +640,12 @@ def scan(spark: SparkSession, plan: ScanPlan, *, with_rowid: bool = False, with_
     elif located:
         groups.append(located)
         reads = _distinct_paths(located)
-        if fallback:
-            from ducklake_cli.engine.fallback import read_files
-
-            raw = read_files(spark, [(f.path, file_key(f.path)) for f in reads], columns,
-                             storage_options=plan.storage_options)
-            raw_parts.append(raw.select(
-                *[F.col(f"c{c.column_id}").alias(_col_name(c.column_id)) for c in columns],
-                ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN, F.col("__file").alias("__key"), "__pos",
-            ))
-        else:
-            raw_parts.append(_read_native(spark, reads, columns, keyed=True))
+        raw_parts.append(_read_fallback(spark, plan, reads) if fallback else
+                         _read_native(spark, reads, columns, keyed=True))
+    if retyped:
+        group = [f for f in plan.files if f.data_file_id in retyped]
+        groups.append(group)
+        raw_parts.append(_read_fallback(spark, plan, _distinct_paths(group)))
     for mapping_id, files in by_mapping.items():
         mapping = plan.name_mappings.get(mapping_id, ())
         for pyarrow in (False, True):

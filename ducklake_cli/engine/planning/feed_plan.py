@@ -248,6 +248,7 @@ def _scan_plan(reader: MetadataReader, table: TableInfo, end: int, files: Sequen
         name_mappings=mappings, missing_columns=_missing_columns(table, sources, options),
         storage_options=options, defaults=sp._defaults(table),
         pyarrow_files=sp._pyarrow_files(table, sources, mappings, options),
+        type_changes=reader.type_changes(table.table_id, end),
     )
 
 

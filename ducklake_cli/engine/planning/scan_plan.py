@@ -91,6 +91,8 @@ class ScanPlan:
     defaults: Mapping[int, object] = field(default_factory=dict)
     # Name-mapped files whose Parquet types Spark's reader cannot read as the columns' types (pyarrow reads them).
     pyarrow_files: frozenset[int] = frozenset()
+    # Column id (nested too) → the snapshot its type last changed at (`ALTER COLUMN … TYPE`); never retyped: absent.
+    type_changes: Mapping[int, int] = field(default_factory=dict)
 
     @property
     def columns(self) -> tuple[ColumnInfo, ...]:
@@ -141,6 +143,7 @@ def plan_scan(
         missing_columns=_missing_columns(reader, table, sources, storage_options or {}),
         storage_options=dict(storage_options or {}), defaults=_defaults(table),
         pyarrow_files=_pyarrow_files(table, sources, mappings, storage_options or {}),
+        type_changes=reader.type_changes(table.table_id, snapshot_id),
     )
 
 
