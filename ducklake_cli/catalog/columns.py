@@ -268,9 +268,7 @@ def rename_column(tx: Transaction, table: TableInfo, column_id: int, new_name: s
     siblings = table.columns if col.parent_column is None else column(table, col.parent_column).children
     if any(c.name.lower() == new_name.lower() and c.column_id != column_id for c in siblings):
         raise QueryError(f"cannot rename {col.name!r} to {new_name!r}: a column with that name already exists")
-    if col.name == new_name:
-        return table
-    table = _new_version(tx, table, col, name=new_name)
+    table = _new_version(tx, table, col, name=new_name)  # DuckDB re-versions a column renamed to itself too
     table_altered(tx, table, new_inlined=inline)
     return table
 

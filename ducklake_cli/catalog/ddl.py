@@ -67,13 +67,12 @@ def rename_table(tx: Transaction, table: TableInfo, new_name: str, *, inline: bo
 
 def set_partition(tx: Transaction, table: TableInfo, fields: Sequence[tuple[int, str]], *,
                   inline: bool) -> TableInfo:
-    """SET PARTITIONED BY (`fields`) / RESET PARTITIONED BY (none): a new spec id (an empty spec on reset)
-    and a new table version; resetting a table with no spec only moves the schema version, as in DuckDB."""
-    if not fields and table.partition is None:
-        pi = s.partition_info_t
-        if not has_live_rows(tx, pi, pi.c.table_id == table.table_id):  # never partitioned: DuckDB still alters
-            table_altered(tx, table, versioned=False, new_inlined=False)
-        return table  # already reset (an empty spec is live): DuckDB commits nothing
+    """SET PARTITIONED BY (`fields`) / RESET PARTITIONED BY (none): a new spec id (an empty spec on reset) and a
+    new table version; the keys the table already has (none, for a reset of a table never or no longer
+    partitioned) change nothing, as in DuckDB (no snapshot)."""
+    current = [(f.column_id, f.transform) for f in table.partition.fields] if table.partition else []
+    if current == list(fields):
+        return table
     _end_live(tx, s.partition_info_t, s.partition_info_t.c.table_id == table.table_id)
     pid = tx.catalog_id()
     tx.insert(s.partition_info_t, [{"partition_id": pid, "table_id": table.table_id,
@@ -89,12 +88,8 @@ def set_partition(tx: Transaction, table: TableInfo, fields: Sequence[tuple[int,
 
 
 def set_sort(tx: Transaction, table: TableInfo, keys: Sequence[SortKey]) -> TableInfo:
-    """SET SORTED BY (`keys`, DuckDB expression text) / RESET SORTED BY (none; a no-op without a sort spec)."""
-    if not keys and not table.sort_keys:
-        si = s.sort_info_t
-        if tx.execute(select(si.c.sort_id).where(si.c.table_id == table.table_id).limit(1)).first() is not None:
-            table_altered(tx, table, versioned=False, new_inlined=False)  # DuckDB: a reset again still alters
-        return table  # never sorted: DuckDB commits nothing
+    """SET SORTED BY (`keys`, DuckDB expression text) / RESET SORTED BY (none): the table is altered every time,
+    even to the keys it has or with none to reset (DuckDB writes a snapshot for each)."""
     _end_live(tx, s.sort_info_t, s.sort_info_t.c.table_id == table.table_id)
     if keys:
         sid = tx.catalog_id()
@@ -168,7 +163,12 @@ def rename_view(tx: Transaction, view: ViewInfo, new_name: str) -> None:
     tx.change("created_view", quote_name(view.schema_name, new_name))
 
 
-def has_live_rows(tx: Transaction, table: Table, *where: object) -> bool:
-    """Whether any live row matches (a schema's tables and views, before DROP SCHEMA)."""
-    return tx.execute(select(table.c.begin_snapshot).where(and_(*where, table.c.end_snapshot.is_(None)))  # type: ignore[arg-type]
-                      .limit(1)).first() is not None
+def column_created_with_table(tx: Transaction, table_name: str, column_name: str) -> bool:
+    """DuckDB 1.5.5's `IsColumnCreatedWithTable`, as it asks it: whether a live column row of this name began with
+    a row of a table of this name (any schema, any snapshot). SET DEFAULT takes only a constant otherwise."""
+    t, c = s.table_t, s.column_t
+    query = (select(c.c.column_id).select_from(t.join(c, c.c.table_id == t.c.table_id))
+             .where(c.c.column_name == column_name, t.c.table_name == table_name,
+                    c.c.begin_snapshot == t.c.begin_snapshot, c.c.end_snapshot.is_(None)).limit(1))
+    return tx.execute(query).first() is not None
+

@@ -48,3 +48,9 @@ def _unquote(part: str) -> str:
 def split_qualified(name: str) -> list[str]:
     """`a."b.c"."d""e"` → `[a, b.c, d"e]`: dots split parts except inside double quotes (`""` is a quote)."""
     return [_unquote(p) for p in split_outside_quotes(name, ".")]
+
+
+def inlining_reserved(name: str) -> str:
+    """DuckDB's refusal of a column named like an inlined-data table's own columns (`row_id`, `begin_snapshot`, …)
+    while data inlining is on: one line."""
+    return f'column name "{name}" is reserved by DuckLake for inlined data while data inlining is on'

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 CALENDAR = ("year", "month", "day", "hour")
 CALENDAR_TYPES = frozenset({"date", "timestamp", "timestamptz"})  # what `--partition-by year(col)` accepts
 BUCKET = re.compile(r"bucket\((\d+)\)")
+MAX_BUCKETS = 2**31 - 1  # DuckDB's limit on bucket(N)
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # a NULL key's hive directory value
 
 NS = 1_000_000_000
@@ -85,6 +86,8 @@ def parse_partition_by(items: Sequence[str]) -> list[PartitionRequest]:
                 n = int(m.group(3))
                 if n <= 0:
                     raise UsageError(f"--partition-by {part.strip()!r}: the bucket count must be positive")
+                if n > MAX_BUCKETS:
+                    raise UsageError(f"--partition-by {part.strip()!r}: the bucket count cannot exceed {MAX_BUCKETS}")
                 out.append(PartitionRequest(m.group(4).strip('`"'), f"bucket({n})", n))
             elif re.fullmatch(r"\s*[`\"]?[^()`\",]+[`\"]?\s*", part):
                 out.append(PartitionRequest(part.strip().strip('`"'), "identity"))
@@ -115,13 +118,25 @@ def resolve_partition(columns: Sequence[ColumnInfo], requests: Sequence[Partitio
 
 # ----- hive directories ------------------------------------------------------------------------------------------
 
-def hive_key_names(column_names: Mapping[int, str], fields: Sequence[tuple[int, str]]) -> list[str]:
-    """The `key=` of each partition key's hive directory, as DuckDB names them: the column for identity, else the
-    transform (`year`, `bucket`), or `transform_column` when two keys share a transform."""
-    shorts = [transform_name(t) for _, t in fields]
-    return [column_names.get(cid, "") if short == "identity"
-            else (short if shorts.count(short) == 1 else f"{short}_{column_names.get(cid, '')}")
-            for (cid, _), short in zip(fields, shorts, strict=True)]
+def hive_key_names(column_names: Mapping[int, str], fields: Sequence[tuple[int, str]], *,
+                   identity_claims: bool = True) -> list[str]:
+    """The `key=` of each partition key's hive directory, as DuckDB names them: the columns when every key is
+    identity; else, in key order, the column for identity and the transform (`year`, `bucket`) for the others, or
+    `<that>_<column>` when an earlier key took the name (case-insensitive), so `year(ts), year(d)` gives `year`,
+    `year_d` and `year(ts), year` gives `year`, `year_year`. `identity_claims=False` is `ducklake_add_data_files`'
+    reading of a path, where identity keys take no name."""
+    if all(transform_name(t) == "identity" for _, t in fields):
+        return [column_names.get(cid, "") for cid, _ in fields]
+    used: set[str] = set()
+    out = []
+    for cid, transform in fields:
+        column, short = column_names.get(cid, ""), transform_name(transform)
+        prefix = column if short == "identity" else short
+        name = f"{prefix}_{column}" if prefix.lower() in used else prefix
+        if identity_claims or short != "identity":
+            used.add(name.lower())
+        out.append(name)
+    return out
 
 
 def hive_key_aliases(column_names: Mapping[int, str], fields: Sequence[tuple[int, str]]) -> dict[str, int]:

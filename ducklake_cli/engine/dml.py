@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from ducklake_cli.catalog.models import ColumnInfo
 from ducklake_cli.engine.delete_files import FILE_COLUMN, POS_COLUMN, DeleteJob, DeleteOutcome, write_deletes
+from ducklake_cli.engine.planning.dml_plan import quote_name
+from ducklake_cli.engine.planning.sql_rewrite import ROWID_NAME
 from ducklake_cli.engine.scan import FILE_ID, POSITION, ROW_ID
 from ducklake_cli.errors import QueryError
 
@@ -32,6 +34,15 @@ def target_frame(spark: SparkSession, plan: ScanPlan, *, deletes: DataFrame | No
 
     df = scan(spark, plan, with_location=True, extra_deletes=deletes, gone_inlined=gone_inlined)
     return df if pending is None else df.unionByName(pending)
+
+
+def table_rows(target: DataFrame, columns: Sequence[ColumnInfo]) -> DataFrame:
+    """A target frame's rows as the table's columns and DuckDB's virtual `rowid` (unless a column has that name),
+    its location columns left out."""
+    from pyspark.sql import functions as F
+
+    rowid = [] if any(c.name.lower() == ROWID_NAME for c in columns) else [F.col(ROW_ID).alias(ROWID_NAME)]
+    return target.select(*[F.col(quote_name(c.name)) for c in columns], *rowid)
 
 
 def _family(dtype: DataType) -> str:
@@ -85,7 +96,7 @@ def conform_values(df: DataFrame, columns: Sequence[ColumnInfo], *, keep: Sequen
         if not _assignable(f.dataType, want):
             raise QueryError(f"cannot assign a {f.dataType.simpleString().upper()} value to column {c.name} "
                              f"({c.type.upper()})", hint="CAST the value to the column's type")
-        value = F.col(f"`{f.name}`")
+        value = F.col(quote_name(f.name))
         out.append(_checked_cast(value, f.dataType, c, table, rowid).alias(c.name))
     return df.select(*out, *[F.col(k) for k in keep])
 
@@ -166,6 +177,25 @@ def merge_parts(df: DataFrame, actions: Sequence[str], matched: Sequence[int]) -
     return removed, df.where(F.col(ACTION).isin(pick["update"])), df.where(F.col(ACTION).isin(pick["insert"]))
 
 
+def duckdb_rows(spark: SparkSession, sql: str, table: str) -> DataFrame:
+    """The rows of a DuckDB query (constants: an INSERT's VALUES cast as DuckDB casts them) as a DataFrame; a value
+    DuckDB cannot cast is one line naming the table."""
+    import duckdb
+
+    from ducklake_cli.errors import BadValueError
+
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        rows = con.execute(sql).to_arrow_table()
+    except duckdb.Error as exc:
+        message = str(exc).splitlines()[0].split(": ", 1)[-1]
+        raise BadValueError(f"table {table}: {message}") from None
+    finally:
+        con.close()
+    return spark.createDataFrame(rows)
+
+
 def insert_frame(df: DataFrame, columns: Sequence[ColumnInfo], named: Sequence[str], table: str,
                  marks: Sequence[int] = ()) -> DataFrame:
     """An INSERT's rows as the table's columns: by the statement's column list (others get their DEFAULT, as in
@@ -179,9 +209,9 @@ def insert_frame(df: DataFrame, columns: Sequence[ColumnInfo], named: Sequence[s
         targets = [by_name.get(n.lower()) for n in named] if named else list(columns)
         picks = []
         for j, name in enumerate(values):
-            col, target = F.col(f"`{name}`"), targets[j] if j < len(targets) else None
+            col, target = F.col(quote_name(name)), targets[j] if j < len(targets) else None
             if j in marks and target is not None:
-                col = F.when(F.col(f"`{flags[list(marks).index(j)]}`"), _default(df, target)).otherwise(col)
+                col = F.when(F.col(quote_name(flags[list(marks).index(j)])), _default(df, target)).otherwise(col)
             picks.append(col.alias(name))
         df = df.select(*picks)
     if named:
@@ -192,7 +222,7 @@ def insert_frame(df: DataFrame, columns: Sequence[ColumnInfo], named: Sequence[s
         if len(df.columns) != len(named):
             raise QueryError(f"INSERT names {len(named)} columns but the query gives {len(df.columns)}")
         given = {c.lower(): df.columns[i] for i, c in enumerate(named)}
-        return df.select(*[F.col(f"`{given[c.name.lower()]}`").alias(c.name) if c.name.lower() in given
+        return df.select(*[F.col(quote_name(given[c.name.lower()])).alias(c.name) if c.name.lower() in given
                            else _default(df, c).alias(c.name) for c in columns])
     if len(df.columns) != len(columns):
         raise QueryError(f"table {table} has {len(columns)} columns but the query gives {len(df.columns)}",
@@ -210,7 +240,7 @@ def merge_insert_defaults(df: DataFrame, columns: Sequence[ColumnInfo], unnamed:
     out = []
     for c in columns:
         clauses = [i for i, names in enumerate(unnamed) if c.name.lower() in {n.lower() for n in names}]
-        value = F.col(f"`{c.name}`")
+        value = F.col(quote_name(c.name))
         if clauses:
             default = _default(df, c)
             value = F.when(F.col(ACTION).isin(clauses), default).otherwise(value)
@@ -237,7 +267,7 @@ def pending_frame(parts: Sequence[tuple[DataFrame, bool]], columns: Sequence[Col
     out = None
     for frame, keeps_ids in parts:
         rid = F.col(ROW_ID) if keeps_ids else F.lit(None).cast("bigint")
-        part = frame.select(*[F.col(f"`{c.name}`") for c in columns],
+        part = frame.select(*[F.col(quote_name(c.name)) for c in columns],
                             F.lit(PENDING_FILE).cast("bigint").alias(FILE_ID),
                             F.lit(None).cast("bigint").alias(POSITION), rid.alias(ROW_ID))
         out = part if out is None else out.unionByName(part)

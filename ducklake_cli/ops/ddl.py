@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ducklake_cli.catalog import columns, ddl, options
 from ducklake_cli.catalog.columns import NO_DEFAULT, Default
 from ducklake_cli.catalog.models import ColumnInfo, SchemaInfo, SortKey, TableInfo, ViewInfo
+from ducklake_cli.catalog.names import inlining_reserved
 from ducklake_cli.catalog.partitions import PartitionRequest, resolve_partition
 from ducklake_cli.catalog.writes import create_table, ensure_schema
 from ducklake_cli.engine.planning import ddl_plan as p
@@ -189,9 +190,35 @@ class _State:
         if kind is not None:
             raise QueryError(f"cannot rename {what} {schema_name}.{old} to {new}: a {kind} of that name exists")
 
-    def inlines(self, table: TableInfo) -> bool:
-        """Whether a new definition of the table gets an inlined-data table (DuckDB makes one when it inlines)."""
-        return bool(table.inlined_tables) and self.lake.backend.transactional_ddl
+    def refuse_other_kind(self, name: p.Name, kind: str) -> None:
+        """DROP TABLE naming a view, or DROP VIEW naming a table, is refused (IF EXISTS or not), as DuckDB does."""
+        other = "view" if kind == "table" else "table"
+        if (self.find_view(name) if other == "view" else self.find_table(name)) is not None:
+            raise QueryError(f"{name} is a {other}, not a {kind}", hint=f"DROP {other.upper()} drops it")
+
+    def refuse_reserved(self, names: Sequence[str], *, schema_id: int, table_id: int | None) -> None:
+        """Refuse a top-level column named like an inlined-data table's own columns while the table inlines
+        (`data_inlining_row_limit` > 0 where it lives), as DuckDB does: its inlined rows could not be stored."""
+        from ducklake_cli.catalog.writes import RESERVED_INLINE_NAMES
+
+        reserved = next((n for n in names if n.lower() in RESERVED_INLINE_NAMES), None)
+        if reserved is None:
+            return
+        meta = self.tx.reader.metadata()
+        if options.count(meta, "data_inlining_row_limit", table_id=table_id, schema_id=schema_id) > 0:
+            raise QueryError(inlining_reserved(reserved),
+                             hint="rename it, or set the option data_inlining_row_limit to 0 first "
+                                  "(ducklake options CATALOG --set data_inlining_row_limit=0)")
+
+    def inlines(self, table: TableInfo, columns: Sequence[ColumnInfo] | None = None) -> bool:
+        """Whether a new definition of the table (its top-level `columns` after the change, when they differ) gets
+        an inlined-data table: DuckDB makes one when the option where the table lives inlines and its columns
+        can be inlined, whether or not the table had one."""
+        from ducklake_cli.ops.write import inline_limit  # the write path's modules: only when a table changes
+
+        cols = table.columns if columns is None else columns
+        return inline_limit(self.lake, self.tx.reader.metadata(), cols, table_id=table.table_id,
+                            schema_id=table.schema_id) > 0
 
 
 def _column(table: TableInfo, path: Sequence[str], *, missing_ok: bool = False) -> ColumnInfo | None:
@@ -272,10 +299,16 @@ def _create_table(state: _State, st: p.CreateTable) -> None:
 
     sch = state.schema(st.table.schema_name)
     kind = state.taken(sch, st.table.name)
-    if kind is not None:
-        if st.if_not_exists and kind == "table":
-            return
-        raise QueryError(f"a {kind} named {st.table} already exists")
+    if kind is not None and st.if_not_exists:
+        return  # DuckDB: nothing, whether a table or a view has the name
+    if kind == "view" and st.or_replace:
+        raise QueryError(f"{st.table} is a view; CREATE OR REPLACE TABLE cannot replace it", hint="DROP VIEW first")
+    if kind is not None and not st.or_replace:
+        raise QueryError(f"a {kind} named {st.table} already exists",
+                         hint="CREATE OR REPLACE TABLE replaces a table" if kind == "table" else None)
+    state.refuse_reserved([c.name for c in st.columns], schema_id=sch.schema_id, table_id=None)
+    if kind == "table":  # OR REPLACE: the old table ends and a new one (new id) begins, in one snapshot
+        ddl.drop_table(state.tx, state.table(st.table))
     cols, _ = _columns([(c.name, c.type) for c in st.columns], 1, None)
     cols = [replace(c, nulls_allowed=not spec.not_null, initial_default=d.initial, default_value=d.value,
                     default_value_type=c.default_value_type if c.children else d.kind)
@@ -293,7 +326,11 @@ def _create_table(state: _State, st: p.CreateTable) -> None:
 
 
 def _drop_table(state: _State, st: p.DropTable) -> None:
-    table = state.find_table(st.table) if st.if_exists else state.table(st.table)
+    table = state.find_table(st.table)
+    if table is None:
+        state.refuse_other_kind(st.table, "table")
+    if table is None and not st.if_exists:
+        state.table(st.table)  # raises: it does not exist
     if table is not None:
         ddl.drop_table(state.tx, table)
 
@@ -316,6 +353,8 @@ def _add_columns(state: _State, st: p.AddColumns) -> None:
 
 
 def _add_one(state: _State, table: TableInfo, st: p.AddColumn) -> TableInfo:
+    if not st.parent:
+        state.refuse_reserved([st.column.name], schema_id=table.schema_id, table_id=table.table_id)
     parent = _column(table, st.parent) if st.parent else None
     siblings = parent.children if parent is not None else table.columns
     if _pick(siblings, st.column.name) is not None and st.if_not_exists:
@@ -327,8 +366,10 @@ def _add_one(state: _State, table: TableInfo, st: p.AddColumn) -> TableInfo:
         raise QueryError(f"ADD COLUMN {st.column.name} … DEFAULT {st.column.default.value}: an added column's "
                          "default must be a constant (DuckDB's rule)", hint="add it, then SET DEFAULT")
     (col,), _ = _columns([(st.column.name, st.column.type)], 0, None)
+    # a field's type counts for inlining, its name does not
+    after = [*table.columns, col if parent is None else replace(col, name="")]
     table = columns.add_column(state.tx, table, col, parent_id=parent.column_id if parent else None,
-                               default=_default(st.column.default), inline=state.inlines(table))
+                               default=_default(st.column.default), inline=state.inlines(table, after))
     if st.column.comment is not None:
         added = _column(table, (*st.parent, st.column.name))
         assert added is not None
@@ -348,18 +389,28 @@ def _drop_column(state: _State, st: p.DropColumn) -> None:
                                          for k in table.sort_keys):
         raise QueryError(f"cannot drop {col.name}: {table.qualified_name} is sorted by it",
                          hint="change the sort order first (SET/RESET SORTED BY)")
-    columns.drop_column(state.tx, table, col.column_id, inline=state.inlines(table))
+    columns.drop_column(state.tx, table, col.column_id,
+                        inline=state.inlines(table, [c for c in table.columns if c.column_id != col.column_id]))
 
 
 def _rename_column(state: _State, st: p.RenameColumn) -> None:
+    if len(st.path) == 1:
+        table = state.table(st.table)
+        state.refuse_reserved([st.new_name], schema_id=table.schema_id, table_id=table.table_id)
     table, col = state.column(st.table, st.path)
-    renamed = columns.rename_column(state.tx, table, col.column_id, st.new_name, inline=state.inlines(table))
+    if col.parent_column is not None and col.name.lower() == st.new_name.lower():
+        # DuckDB: a field of that name already exists (itself); a top-level column renamed to itself re-versions
+        raise QueryError(f"cannot rename field {col.name!r} of {'.'.join(st.path[:-1])} to {st.new_name!r}: a field "
+                         "with this name already exists")
+    after = [replace(c, name=st.new_name) if c.column_id == col.column_id else c for c in table.columns]
+    renamed = columns.rename_column(state.tx, table, col.column_id, st.new_name, inline=state.inlines(table, after))
     if col.parent_column is None and table.sort_keys:
-        # sort expressions name columns (partitions use ids): DuckDB writes a new spec with the new name, and
-        # spends a catalog id on any top-level rename of a sorted table even when no expression changes
-        if any(col.name.lower() in expression_columns(k.expression) for k in table.sort_keys):
-            keys = [replace(k, expression=rename_in_expression(k.expression, col.name, st.new_name))
-                    for k in table.sort_keys]
+        # sort expressions name columns (partitions use ids): DuckDB writes a new spec when an expression's text
+        # changes, and spends a catalog id on any top-level rename of a sorted table even when none does (a
+        # column renamed to itself)
+        keys = [replace(k, expression=rename_in_expression(k.expression, col.name, st.new_name))
+                if col.name.lower() in expression_columns(k.expression) else k for k in table.sort_keys]
+        if keys != list(table.sort_keys):
             ddl.set_sort(state.tx, renamed, keys)
         else:
             state.tx.catalog_id()
@@ -368,17 +419,28 @@ def _rename_column(state: _State, st: p.RenameColumn) -> None:
 def _alter_type(state: _State, st: p.AlterColumnType) -> None:
     table, col = state.column(st.table, st.path)
     (new,), _ = _columns([(col.name, st.type)], 0, col.parent_column)
-    columns.set_column_type(state.tx, table, col.column_id, new, inline=state.inlines(table))
+    after = [replace(new, name=c.name) if c.column_id == col.column_id else c for c in table.columns]
+    columns.set_column_type(state.tx, table, col.column_id, new, inline=state.inlines(table, after))
 
 
 def _set_not_null(state: _State, st: p.SetNotNull) -> None:
     table, col = state.column(st.table, st.path)
+    if col.nulls_allowed != st.not_null:  # DuckDB refuses a change to what already holds
+        raise QueryError(f"cannot SET NOT NULL on {col.name}: it is already NOT NULL" if st.not_null else
+                         f"cannot DROP NOT NULL on {col.name}: it has no NOT NULL constraint")
     columns.set_nulls_allowed(state.tx, table, col.column_id, not st.not_null)
 
 
 def _set_default(state: _State, st: p.SetDefault) -> None:
     table, col = state.column(st.table, st.path)
     spec = None if st.default is None else typed_default(st.default, _type_spec(col))
+    if spec is not None and spec.kind == "expression" and not ddl.column_created_with_table(
+            state.tx, table.name, col.name):
+        # DuckDB 1.5.5 counts a column whose live row did not begin with the table's row as an added column, and
+        # an added column's default must be a constant
+        raise QueryError(f"SET DEFAULT {spec.value} on {col.name}: DuckDB takes only a constant default for a "
+                         "column added or changed since the table was created (or renamed)",
+                         hint="use a constant default")
     columns.set_default(state.tx, table, col.column_id, _default(spec))
 
 
@@ -410,11 +472,11 @@ def _comment(state: _State, st: p.Comment) -> None:
 def _create_view(state: _State, st: p.CreateView) -> None:
     sch = state.schema(st.view.schema_name)
     kind = state.taken(sch, st.view.name)
+    if kind is not None and st.if_not_exists:
+        return  # DuckDB: nothing, whether a view or a table has the name
     if kind == "table":
         raise QueryError(f"a table named {st.view} already exists")
     if kind == "view":
-        if st.if_not_exists:
-            return
         if not st.or_replace:
             raise QueryError(f"view {st.view} already exists", hint="CREATE OR REPLACE VIEW replaces it")
         ddl.drop_view(state.tx, state.view(st.view))
@@ -428,7 +490,11 @@ def _create_view(state: _State, st: p.CreateView) -> None:
 
 
 def _drop_view(state: _State, st: p.DropView) -> None:
-    view = state.find_view(st.view) if st.if_exists else state.view(st.view)
+    view = state.find_view(st.view)
+    if view is None:
+        state.refuse_other_kind(st.view, "view")
+    if view is None and not st.if_exists:
+        state.view(st.view)  # raises: it does not exist
     if view is not None:
         ddl.drop_view(state.tx, view)
 

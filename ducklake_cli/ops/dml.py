@@ -30,7 +30,7 @@ from ducklake_cli.errors import CommitConflictError, NotFoundError, QueryError, 
 from ducklake_cli.ops.results import Section
 
 if TYPE_CHECKING:
-    from ducklake_cli.catalog.models import LakeMetadata, NewDataFile, SchemaInfo, TableInfo
+    from ducklake_cli.catalog.models import ColumnInfo, LakeMetadata, NewDataFile, SchemaInfo, TableInfo
     from ducklake_cli.catalog.transaction import Transaction
     from ducklake_cli.engine.delete_files import DeleteOutcome
     from ducklake_cli.engine.planning.scan_plan import ScanPlan
@@ -174,15 +174,41 @@ class _Change:
                              schemas=state.schemas, predicates=predicates, storage_options=self.lake.storage_options)
 
     def select(self, sql: str, view: str) -> DataFrame:
-        """A generated SELECT over the target view `view` and any lake tables, at the base snapshot."""
+        """A generated SELECT over the target view `view` and any lake tables, at the base snapshot; a table the
+        script has changed so far is read as the script left it, wherever the statement names it (as in one DuckDB
+        transaction)."""
+        from ducklake_cli.engine.planning.sql_rewrite import bind_tables
         from ducklake_cli.engine.run_query import frame, register_views
         from ducklake_cli.ops.query import plan_sql
 
+        bound = self.sources | {view}
+        current = self.current_views()
+        if current:
+            sql = bind_tables(sql, current, bound=bound)
+            bound |= set(current.values())
         with self.lake.reader() as r:
-            plan = plan_sql(self.lake, r, sql, snapshot=self.base, bound=self.sources | {view})
+            plan = plan_sql(self.lake, r, sql, snapshot=self.base, bound=bound)
         spark = self.lake.spark()
         register_views(spark, plan)
         return frame(spark, plan)
+
+    def current_views(self) -> dict[tuple[str, str], str]:
+        """A temp view per table the script has changed so far, holding its rows as the script left them; keyed by
+        lower-case `(schema, table)`. Each call names new views (Spark Connect resolves a view's name again
+        whenever a frame built on it runs)."""
+        from ducklake_cli.engine import dml
+
+        out = {}
+        for state in self.tables.values():
+            if not (state.deletes or state.new_rows or state.gone_inlined):
+                continue
+            pending = dml.pending_frame([(n.frame, n.kind == "update") for n in state.new_rows], state.table.columns)
+            target = dml.target_frame(self.lake.spark(), state.plan, deletes=_deletes_frame(state),
+                                      gone_inlined=frozenset(state.gone_inlined), pending=pending)
+            name = f"__ducklake_current_{next(_statements)}"
+            dml.table_rows(target, state.table.columns).createOrReplaceTempView(name)
+            out[(state.schema.name.lower(), state.table.name.lower())] = name
+        return out
 
     def apply(self, index: int, st: Statement, *, more: bool = False) -> None:
         """Find the rows `st` changes and stage its effects (nothing written yet). With `more` statements to come,
@@ -205,7 +231,9 @@ class _Change:
         conform = functools.partial(dml.conform_values, table=state.table.qualified_name)  # names it in errors
         if st.kind == "insert":
             source, marks = _values_defaults(st.source or "")
-            rows = dml.insert_frame(self.select(source, view), columns, st.columns, st.qualified, marks)
+            constants = None if marks else _constant_values(source, columns, st.columns)
+            given = dml.duckdb_rows(spark, constants, st.qualified) if constants else self.select(source, view)
+            rows = dml.insert_frame(given, columns, st.columns, st.qualified, marks)
             state.new_rows.append(_NewRows("insert", staged(conform(rows, columns)), index))
             return
         names = [c.name for c in columns]
@@ -358,7 +386,9 @@ class _Change:
                                                  df.c.end_snapshot.is_(None))).values(end_snapshot=tx.snapshot_id))
                 tx.change("deleted_from_table", t.table_id)
             by_id = {f.data_file_id: f for f in w.state.plan.files}
-            for o in w.outcomes:
+            # Delete file ids backwards by data file: DuckDB hands them out in its hash map's order, which varies
+            # from run to run; for a few files it is this order most often (7 of 8 runs for two files).
+            for o in sorted(w.outcomes, key=lambda o: -o.data_file_id):
                 if o.kind != "file" or o.path is None:
                     continue
                 old = by_id[o.data_file_id].delete
@@ -458,6 +488,21 @@ def _merge_defaults(st: Statement, names: Sequence[str]) -> tuple[Statement, lis
         named = {k.lower() for k, _ in kept}
         unnamed.append([n for n in names if n.lower() not in named])
     return replace(st, clauses=tuple(clauses)), unnamed
+
+
+def _constant_values(source: str, columns: Sequence[ColumnInfo], named: Sequence[str]) -> str | None:
+    """DuckDB's SQL for an INSERT's VALUES of constants cast to their target columns (`dml_plan.constant_values`);
+    None when the values are not all constants or do not line up with the columns."""
+    from ducklake_cli.catalog.inlined import spark_compatible_type, stored_type
+    from ducklake_cli.engine.planning.dml_plan import constant_values
+
+    by_name = {c.name.lower(): c for c in columns}
+    targets = [by_name.get(n.lower()) for n in named] if named else list(columns)
+    if any(t is None for t in targets):
+        return None
+    temporal = ("date", "timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_ns")
+    return constant_values(source, [(stored_type(t), spark_compatible_type(t), t.type in temporal)
+                                    for t in targets if t is not None])
 
 
 def _values_defaults(source: str) -> tuple[str, list[int]]:
@@ -581,7 +626,8 @@ def _whole_table(lake: Lake, st: Statement, *, dry_run: bool, message: str | Non
     if dry_run:
         rows = df.count()
         return ChangeResult(1, (st.qualified,), None, 0, 0, rows, 0, 0, dry_run=True)
-    got = run_write(lake, st.qualified, frame=df, mode="overwrite" if st.kind == "overwrite" else "create",
+    mode = "overwrite" if st.kind == "overwrite" else "replace" if st.or_replace else "create"
+    got = run_write(lake, st.qualified, frame=df, mode=mode,
                     partition_by=st.partition_by, message=message, author=author)
     return ChangeResult(1, (got.table,), got.snapshot_id, 0, 0, got.rows, got.files, 0)
 

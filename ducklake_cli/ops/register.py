@@ -339,7 +339,8 @@ def _partition_values(path: str, table: TableInfo, walk: _Walk, stats: list[File
     names = {c.column_id: c.name for c in table.columns}
     values: dict[int, str | None] = {}
     hits: list[int] = []  # the column of each hive value, as DuckDB counts them
-    for f, key in zip(fields, hive_key_names(names, [(f.column_id, f.transform) for f in fields]), strict=True):
+    key_names = hive_key_names(names, [(f.column_id, f.transform) for f in fields], identity_claims=False)
+    for f, key in zip(fields, key_names, strict=True):
         if f.transform == "identity" or key not in walk.hive:
             continue
         raw = walk.hive[key]

@@ -81,6 +81,7 @@ class _Target:
     table_dir: str
     base_snapshot: int
     meta: LakeMetadata
+    replaced: TableInfo | None = None  # CREATE OR REPLACE TABLE … AS: the table that ends in the same snapshot
 
 
 def _where(target: _Target) -> dict[str, int | None]:
@@ -106,6 +107,7 @@ def _plan_target(lake: Lake, schema_name: str, name: str, mode: str) -> _Target:
     if existing is not None and mode == "create":
         raise TableExistsError(f"table {schema_name}.{name} already exists",
                                hint="use --mode append or --mode overwrite")
+    replaced, existing = (existing, None) if mode == "replace" else (None, existing)
     from ducklake_cli.catalog.paths import schema_dir, table_dir
 
     sdir_name = (schema.path or "") if schema else dir_name(schema_name)
@@ -113,7 +115,7 @@ def _plan_target(lake: Lake, schema_name: str, name: str, mode: str) -> _Target:
     tdir_name = (existing.path or "") if existing else dir_name(name)
     tdir = table_dir(data_path, schema, existing) if schema and existing else ensure_dir(sdir) + tdir_name
     return _Target(schema_name, name, existing, schema, sdir_name, tdir_name, ensure_dir(tdir), latest.snapshot_id,
-                   meta)
+                   meta, replaced)
 
 
 _NEVER_INLINED = frozenset({"geometry", "variant"})
@@ -184,7 +186,7 @@ def run_write(
     `schema`: `--schema "col TYPE, …"` for CSV/JSON into a new table; `on_error`: `fail` or `skip` (CSV rows);
     `frame`: a DataFrame on the lake's Spark session instead (columns by name); `evolve`: add the input's new
     columns to the table and widen types where DuckLake allows it, in the same snapshot."""
-    if mode not in MODES:
+    if mode not in (*MODES, "replace"):  # replace: CREATE OR REPLACE TABLE … AS (ops/dml.py)
         raise UsageError(f"--mode must be one of {', '.join(ALL_MODES)}, not {mode!r}")
     _check_input(source=source, query=query, frame=frame, input_format=input_format, schema=schema,
                  on_error=on_error)
@@ -266,8 +268,22 @@ def _read(lake: Lake, target: _Target, *, source: Sequence[str], query: str | No
         columns = parsed if parsed is not None else columns_from_spark(df.schema)
         refuse_unstorable(columns, "the input")
         partition = resolve_partition(columns, requests)
+    _refuse_reserved(target, columns)
     return _Input(conform(df, columns, ignore_extra=ignore_extra_columns), columns, list(partition), skipped,
                   evolution if evolution is not None and evolution.steps else None)
+
+
+def _refuse_reserved(target: _Target, columns: Sequence[ColumnInfo]) -> None:
+    """A new top-level column named like an inlined-data table's own columns while the table would inline is
+    refused, as DuckDB refuses it in CREATE TABLE (… AS) and ADD COLUMN; one the table has already stays."""
+    from ducklake_cli.catalog.names import inlining_reserved
+    from ducklake_cli.catalog.writes import RESERVED_INLINE_NAMES
+
+    had = {c.name.lower() for c in target.existing.columns} if target.existing is not None else set()
+    name = next((c.name for c in columns if c.name.lower() in RESERVED_INLINE_NAMES - had), None)
+    if name is not None and lake_options.count(target.meta, "data_inlining_row_limit", **_where(target)) > 0:
+        raise InputError(inlining_reserved(name), hint="rename it, or set data_inlining_row_limit to 0 first "
+                         "(ducklake options CATALOG --set data_inlining_row_limit=0); nothing was written")
 
 
 def _next_column_id(lake: Lake, table: TableInfo) -> int:
@@ -336,6 +352,11 @@ def _commit(lake: Lake, target: _Target, columns: Sequence[ColumnInfo], partitio
         from ducklake_cli.catalog.writes import TableWrite, create_table, ensure_schema
 
         table = _table_at(tx, target)
+        if mode == "replace" and table is not None:  # DuckDB: dropped_table, then created_table, one snapshot
+            from ducklake_cli.catalog.ddl import drop_table
+
+            drop_table(tx, table)
+            table = None
         if table is None:
             refuse_unstorable(columns, "the input")  # where every table creation meets (write, merge, CTAS)
             schema = ensure_schema(tx, target.schema_name, path=target.schema_dir_name)
@@ -387,6 +408,14 @@ def _check_conflicts(tx: Transaction, target: _Target, mode: str, columns: Seque
         return False
     other = tx.changes_since(target.base_snapshot)
     qualified = f"{target.schema_name}.{target.name}"
+    if target.replaced is not None:
+        tid = str(target.replaced.table_id)
+        touched = ("tables_dropped", "tables_altered", "tables_inserted_into", "tables_deleted_from", "inlined_insert",
+                   "inlined_delete", "merge_adjacent", "rewrite_delete", "flushed_inlined")
+        if any(tid in other.get(key, set()) for key in touched) or _table_at(tx, target) is None:
+            raise CommitConflictError(f"another writer changed table {qualified} meanwhile",
+                                      hint="nothing was changed; rerun the statement")
+        return False
     if target.existing is None:
         if qualified not in other.get("tables_created", set()):
             return False

@@ -20,9 +20,10 @@ from ducklake_cli.api import connect
 from ducklake_cli.ops.dml import run_change
 from ducklake_cli.ops.query import table_dataframe
 from tests.support.cli import run_main
-from tests.support.dml_twins import normal, sort_key
+from tests.support.dml_twins import normal, sort_key, twin_spots
 from tests.support.oracle import oracle_connect
-from tests.support.spot import Spot
+from tests.support.spot import ORACLE_BACKENDS, Spot
+from tests.support.tiers import backend_params
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -85,14 +86,15 @@ def _parquet(con: duckdb.DuckDBPyConnection, path: Path, **parts: Any) -> str:
     return str(path)
 
 
-def test_nested_not_null_flags_as_duckdb(spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("backend", backend_params(ORACLE_BACKENDS))
+def test_nested_not_null_flags_as_duckdb(backend: str, spark: SparkSession, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DUCKLAKE_CATALOG", raising=False)
-    spots = []
-    for name in ("duck", "ours"):
-        (tmp_path / name / "data").mkdir(parents=True)
-        spots.append(Spot("sqlite", str(tmp_path / name / "cat.sqlite"), str(tmp_path / name / "cat.sqlite"),
-                          tmp_path / name / "data"))
+    with twin_spots(backend, tmp_path) as spots:
+        _run(spots, tmp_path, capsys)
+
+
+def _run(spots: tuple[Spot, Spot], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a, b = spots
     con = oracle_connect()
     try:

@@ -3,8 +3,10 @@ defaults, sort keys and view bodies are rendered by ddl_render. Spark-free: DDL 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 
 from sqlglot.tokens import TokenType
 
@@ -19,6 +21,7 @@ from ducklake_cli.engine.planning.ddl_render import (
     sort_spec,
     view_reads,
     view_sql,
+    view_width,
 )
 from ducklake_cli.engine.planning.dialect import tokens
 from ducklake_cli.errors import QueryError, UsageError
@@ -72,13 +75,14 @@ class DropSchema:
 
 @dataclass(frozen=True)
 class CreateTable:
-    """CREATE TABLE [IF NOT EXISTS] t (columns) [PARTITIONED BY (…)] [COMMENT '…']."""
+    """CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t (columns) [PARTITIONED BY (…)] [COMMENT '…']."""
 
     table: Name
     columns: tuple[ColumnSpec, ...]
     partition: tuple[PartitionRequest, ...] = ()
     if_not_exists: bool = False
     comment: str | None = None
+    or_replace: bool = False
 
 
 @dataclass(frozen=True)
@@ -335,7 +339,10 @@ class _Cursor:
 
 
 _STARTS = {"CREATE", "DROP", "ALTER", "COMMENT"}
-_COLUMN_STOP = frozenset({"NOT", "NULL", "DEFAULT", "COMMENT", ",", ")", "PRIMARY", "CONSTRAINT"})
+# Words that end a column's type: its constraints and clauses (DuckDB's and Spark's).
+_CONSTRAINTS = frozenset({"PRIMARY", "UNIQUE", "CHECK", "REFERENCES", "FOREIGN"})
+_COLUMN_STOP = frozenset({"NOT", "NULL", "DEFAULT", "COMMENT", ",", ")", "CONSTRAINT", "COLLATE", "USING", "AS",
+                          "GENERATED", *_CONSTRAINTS})
 _DEFAULT_STOP = _COLUMN_STOP - {"NULL"}
 
 
@@ -412,13 +419,16 @@ def _create(cur: _Cursor) -> Statement:
             aliases = tuple(_Cursor(item).ident() for item in cur.items())
         cur.expect("AS")
         body = view_sql(cur.rest(), str(view))
+        width = view_width(body) if aliases else None
+        if width is not None and len(aliases) > width:  # DuckDB binds the body and refuses
+            raise QueryError(f"view {view}: {len(aliases)} column aliases for a query of {width} column(s)")
         return CreateView(view, body, aliases, or_replace, exists, view_reads(body))
-    if or_replace:
-        raise QueryError("CREATE OR REPLACE TABLE is not supported; DROP TABLE first")
     cur.expect("TABLE")
     exists = cur.accept("IF", "NOT", "EXISTS")
+    if or_replace and exists:  # DuckDB's parser refuses the pair
+        raise QueryError("CREATE OR REPLACE TABLE and IF NOT EXISTS cannot be used together")
     table = cur.name()
-    cols = tuple(_column_spec(_Cursor(item)) for item in cur.items())
+    cols = tuple(_column_spec(_Cursor(item), create=True) for item in cur.items())
     partition: tuple[PartitionRequest, ...] = ()
     comment = None
     while not cur.at_end():
@@ -436,25 +446,58 @@ def _create(cur: _Cursor) -> Statement:
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:
         raise QueryError(f"column {dup!r} is given twice")
-    return CreateTable(table, cols, partition, exists, comment)
+    return CreateTable(table, cols, partition, exists, comment, or_replace)
 
 
-def _column_spec(cur: _Cursor, *, name: str | None = None) -> ColumnSpec:
+def _column_spec(cur: _Cursor, *, name: str | None = None, create: bool = False) -> ColumnSpec:
+    """A column definition of CREATE TABLE (`create`) or ADD COLUMN; what DuckLake cannot store is refused as
+    DuckDB refuses it."""
+    if name is None and cur.peek() in (*_CONSTRAINTS, "CONSTRAINT"):  # a table constraint, not a column
+        raise QueryError(_constraint_refusal(cur.peek(), "table", create=True))
     col = name if name is not None else cur.ident()
     typ = parse_type(cur.until(lambda c: c.peek() in _COLUMN_STOP))
     not_null, default, comment = False, None, None
     while not cur.at_end():
+        if cur.accept("CONSTRAINT"):  # a named constraint: DuckDB takes `CONSTRAINT c NOT NULL`
+            cur.ident()
+            if cur.at_end():
+                raise QueryError(f"column {col}: CONSTRAINT needs a constraint after its name")
         if cur.accept("NOT", "NULL"):
             not_null = True
         elif cur.accept("NULL"):
-            not_null = False
+            pass  # DuckDB ignores a NULL constraint: `NOT NULL NULL` stays NOT NULL
         elif cur.accept("DEFAULT"):
-            default = default_spec(cur.until(lambda c: c.peek() in _DEFAULT_STOP), typ)
+            default = default_spec(cur.until(lambda c: c.peek() in _DEFAULT_STOP), typ, binds=create)
         elif cur.accept("COMMENT"):
             comment = cur.string_or_null()
+        elif cur.peek() in _COLUMN_STOP - {"NOT", "NULL", "DEFAULT", "COMMENT", ",", ")"}:
+            raise QueryError(f"column {col}: {_constraint_refusal(cur.peek(), 'column', create=create)}")
         else:
             raise QueryError(f"column {col}: unexpected {cur.toks[cur.i].text!r}")
     return ColumnSpec(col, typ, not_null, default, comment)
+
+
+_GENERATED = "DuckLake does not support generated columns"
+_KEYS = "PRIMARY KEY/UNIQUE constraints are not supported in DuckLake"
+_FOREIGN = "FOREIGN KEY constraints are not supported in DuckLake"
+# DuckDB's refusal of each column or table clause DuckLake cannot store.
+_REFUSALS = {"COLLATE": "collations are not supported in DuckLake storage",
+             "USING": "a column's compression cannot be set in DuckLake (the parquet_compression option sets it)",
+             "AS": _GENERATED, "GENERATED": _GENERATED, "PRIMARY": _KEYS, "UNIQUE": _KEYS,
+             "CHECK": "CHECK constraints are not supported in DuckLake", "REFERENCES": _FOREIGN, "FOREIGN": _FOREIGN,
+             "CONSTRAINT": "constraints other than NOT NULL are not supported in DuckLake"}
+
+
+def _constraint_refusal(word: str, where: str, *, create: bool) -> str:
+    """DuckDB's refusal of a clause (one line); ADD COLUMN words some of them its own way."""
+    if not create and word in ("AS", "GENERATED"):
+        return "a generated column cannot be added to an existing table"
+    if not create and word in (*_CONSTRAINTS, "CONSTRAINT"):
+        return "ADD COLUMN cannot add constraints (DuckDB's rule)"
+    return f"{where} {_REFUSALS[word]}" if word == "CONSTRAINT" else _REFUSALS[word]
+
+
+_BUCKET_ITEM = re.compile(r"(?i)bucket\s*\(\s*('?)\s*([+-]?\d+(?:\.\d*)?)\s*\1\s*,(.+)\)")
 
 
 def _partition_keys(cur: _Cursor) -> tuple[PartitionRequest, ...]:
@@ -464,7 +507,15 @@ def _partition_keys(cur: _Cursor) -> tuple[PartitionRequest, ...]:
         for spark, duck in (("years(", "year("), ("months(", "month("), ("days(", "day("), ("hours(", "hour(")):
             if low.lower().startswith(spark):  # Spark's plural transform names
                 low = duck + low[len(spark):]
-        if "." in low.replace("`", "").split("(")[-1] and not low.startswith(('"', "`")):
+        bucket = _BUCKET_ITEM.fullmatch(low)
+        if bucket:  # DuckDB casts the count to an integer: bucket(4.0, c) and bucket('4', c) are bucket(4, c)
+            count = Decimal(bucket.group(2))
+            if count != count.to_integral_value():
+                raise QueryError(f"PARTITIONED BY {low}: the bucket count must be a whole number")
+            if count <= 0:
+                raise QueryError(f"PARTITIONED BY {low}: the bucket count must be positive")
+            low = f"bucket({int(count)}, {bucket.group(3).strip()})"
+        if "." in low.replace("`", "").split("(")[-1].split(",")[-1] and not low.startswith(('"', "`")):
             raise QueryError(f"PARTITIONED BY {item.strip()}: nested fields cannot be partition keys")
         items.append(low)
     try:
@@ -531,8 +582,18 @@ def _alter_table(cur: _Cursor) -> Statement:
 
 
 def _alter_column(cur: _Cursor, table: Name, path: tuple[str, ...]) -> Statement:
+    shown = ".".join(path)
     if cur.accept("SET", "DATA", "TYPE") or cur.accept("TYPE"):
-        return AlterColumnType(table, path, parse_type(cur.rest()))
+        typ = parse_type(cur.until(lambda c: c.peek() in ("USING", "COLLATE")))
+        if cur.accept("USING"):
+            raise QueryError(f"ALTER COLUMN {shown} TYPE … USING: a column's type cannot be changed with an "
+                             "expression in DuckLake (only widening promotions, which keep every value)")
+        if cur.peek() == "COLLATE":
+            raise QueryError(f"ALTER COLUMN {shown}: {_constraint_refusal('COLLATE', 'column', create=False)}")
+        return AlterColumnType(table, path, typ)
+    if len(path) > 1 and cur.peek() in ("SET", "DROP"):
+        # DuckDB cannot name a struct field here: NOT NULL and defaults belong to top-level columns
+        raise QueryError(f"ALTER COLUMN {shown}: NOT NULL and DEFAULT can only be changed on a top-level column")
     if cur.accept("SET", "NOT", "NULL"):
         return SetNotNull(table, path, True)
     if cur.accept("DROP", "NOT", "NULL"):
@@ -543,7 +604,7 @@ def _alter_column(cur: _Cursor, table: Name, path: tuple[str, ...]) -> Statement
         return SetDefault(table, path, pending_default(cur.rest()))
     if cur.accept("COMMENT"):
         return Comment("column", table, path, cur.string_or_null())
-    raise QueryError(f"ALTER COLUMN {'.'.join(path)}: unsupported change {cur.peek() or 'nothing'}")
+    raise QueryError(f"ALTER COLUMN {shown}: unsupported change {cur.peek() or 'nothing'}")
 
 
 def _sort_item(item: str) -> SortSpec:

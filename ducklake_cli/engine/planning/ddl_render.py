@@ -112,9 +112,61 @@ def duckdb_type(t: TypeSpec) -> str:
     return f"DECIMAL({dec[0]},{dec[1]})" if dec else DUCKDB_TYPES.get(t.name, t.name.upper())
 
 
-def default_spec(sql: str, column_type: TypeSpec) -> DefaultSpec:
+@functools.cache
+def _aggregates() -> frozenset[str]:
+    """Names of DuckDB's aggregate functions (a default cannot call them where DuckDB binds it)."""
+    rows = _duck().execute("SELECT DISTINCT lower(function_name) FROM duckdb_functions() "
+                           "WHERE function_type = 'aggregate'").fetchall()
+    return frozenset(r[0] for r in rows)
+
+
+def _nodes(node: Any, *, lambdas: bool = False) -> list[tuple[str, str, bool]]:
+    """(class, lower-cased function name, inside a lambda) of every expression in a serialized tree, subqueries
+    not entered."""
+    out: list[tuple[str, str, bool]] = []
+    if isinstance(node, list):
+        for item in node:
+            out += _nodes(item, lambdas=lambdas)
+    elif isinstance(node, dict):
+        cls = node.get("class")
+        if isinstance(cls, str):
+            out.append((cls, str(node.get("function_name", "")).lower(), lambdas))
+            if cls == "SUBQUERY":
+                return out
+            lambdas = lambdas or cls == "LAMBDA"
+        for value in node.values():
+            out += _nodes(value, lambdas=lambdas)
+    return out
+
+
+def _default_refusal(tree: dict[str, Any], body: str, *, binds: bool) -> str | None:
+    """Why DuckDB refuses this default expression, or None: never a subquery, a window or a parameter; where it
+    binds the default (CREATE TABLE) no column names, aggregates, or functions and sequences it cannot find."""
+    nodes = _nodes(tree["statements"][0]["node"]["select_list"])
+    classes = {cls for cls, _, _ in nodes}
+    if "SUBQUERY" in classes:
+        return "a default cannot contain a subquery"
+    if "WINDOW" in classes:
+        return "a default cannot contain a window function"
+    if "PARAMETER" in classes:
+        return "a default cannot contain a parameter"
+    if not binds:
+        return None
+    if any(cls == "FUNCTION" and name in _aggregates() for cls, name, _ in nodes):
+        return "a default cannot contain an aggregate"
+    try:
+        _duck().execute(f"DESCRIBE SELECT {body}")  # binds names (columns, functions, sequences), runs nothing
+    except Exception as exc:
+        if any(cls == "COLUMN_REF" and not in_lambda for cls, _, in_lambda in nodes):
+            return "a default cannot contain column names"
+        return str(exc).splitlines()[0]
+    return None
+
+
+def default_spec(sql: str, column_type: TypeSpec, *, binds: bool = False) -> DefaultSpec:
     """A DEFAULT as DuckDB records it: a constant is a literal (its text, and old rows read it cast to the
-    column's type); anything else (typed literals, `true`, functions) is an expression, kept as DuckDB writes it."""
+    column's type); anything else (typed literals, `true`, functions) is an expression, kept as DuckDB writes it.
+    What DuckDB refuses is refused: `binds` where DuckDB binds the expression (CREATE TABLE)."""
     what = f"DEFAULT {sql}"
     toks = [t for t in tokens(sql) if t.token_type is not TokenType.SEMICOLON]
     if len(toks) == 1 and toks[0].token_type is TokenType.STRING:
@@ -124,7 +176,11 @@ def default_spec(sql: str, column_type: TypeSpec) -> DefaultSpec:
     text, tree = _duck_sql("SELECT " + duck, what)
     node = tree["statements"][0]["node"]["select_list"][0]
     if node.get("class") != "CONSTANT":
-        return DefaultSpec(text.removeprefix("SELECT "), None, "expression")
+        body = text.removeprefix("SELECT ")
+        why = _default_refusal(tree, body, binds=binds)
+        if why is not None:
+            raise QueryError(f"{what}: {why}")
+        return DefaultSpec(body, None, "expression")
     con = _duck()
     body = text.removeprefix("SELECT ")
     value = con.execute(f"SELECT CAST(({body}) AS VARCHAR)").fetchone()[0]
@@ -154,6 +210,20 @@ def view_sql(sql: str, name: str) -> str:
     if len(tree.get("statements", [])) != 1:
         raise QueryError(f"{what}: the body must be one query")
     return text
+
+
+def view_width(duckdb_sql: str) -> int | None:
+    """How many columns a view body (DuckDB text) gives, when its select list tells (None with a `*`,
+    `COLUMNS(…)` or `unnest`, which only binding resolves)."""
+    _, tree = _duck_sql(duckdb_sql, "view")
+    node = tree["statements"][0]["node"]
+    while node.get("type") == "SET_OPERATION_NODE":
+        node = node.get("left") or node.get("children", [{}])[0]
+    items = node.get("select_list")
+    if not isinstance(items, list) or any(cls == "STAR" or name in ("unnest", "unpack")
+                                          for cls, name, _ in _nodes(items)):
+        return None
+    return len(items)
 
 
 def view_reads(duckdb_sql: str) -> tuple[tuple[str | None, str], ...]:
@@ -221,6 +291,7 @@ _SIMPLE: dict[Any, str] = {
     _T.UTINYINT: "uint8", _T.USMALLINT: "uint16", _T.UINT: "uint32", _T.UBIGINT: "uint64", _T.INT128: "int128",
     _T.UINT128: "uint128", _T.FLOAT: "float32", _T.DOUBLE: "float64", _T.DATE: "date", _T.TIME: "time",
     _T.TIMETZ: "timetz", _T.TIME_NS: "time_ns", _T.TIMESTAMPNTZ: "timestamp", _T.TIMESTAMP: "timestamp",
+    _T.DATETIME: "timestamp",
     _T.TIMESTAMPTZ: "timestamptz", _T.TIMESTAMPLTZ: "timestamptz", _T.TIMESTAMP_S: "timestamp_s",
     _T.TIMESTAMP_MS: "timestamp_ms", _T.TIMESTAMP_NS: "timestamp_ns", _T.INTERVAL: "interval",
     _T.TEXT: "varchar", _T.VARCHAR: "varchar", _T.CHAR: "varchar", _T.NVARCHAR: "varchar", _T.NCHAR: "varchar",
@@ -257,7 +328,12 @@ def _type_of(node: exp.DataType, text: str) -> TypeSpec:
         if not fields:
             raise QueryError(f"type {text.strip()!r}: a struct needs at least one field")
         return TypeSpec("struct", tuple(fields))
-    if t in (_T.ARRAY, _T.LIST):
+    if t is _T.LIST:  # DuckDB's parser refuses LIST(…) as a type, and Spark has none
+        raise QueryError(f"type {text.strip()!r}: write a list as INT[] or ARRAY<INT>")
+    if t is _T.ARRAY:
+        if node.args.get("values"):  # DuckDB's ARRAY type (INT[3]) has no DuckLake type
+            raise QueryError(f"type {text.strip()!r}: fixed-size arrays are not DuckLake types (use a list, "
+                             "INT[])")
         if len(kids) != 1 or not isinstance(kids[0], exp.DataType):
             raise QueryError(f"type {text.strip()!r}: an array needs one element type")
         return TypeSpec("list", (("element", _type_of(kids[0], text)),))

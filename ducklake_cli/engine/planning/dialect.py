@@ -18,6 +18,8 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, SqlglotError, TokenError
+from sqlglot.parser import build_var_map
+from sqlglot.parsers.spark import SparkParser
 from sqlglot.tokens import Token, TokenType
 
 from ducklake_cli.errors import QueryError
@@ -67,6 +69,27 @@ class DuckLakeSQL(Spark):
                     continue
                 out.append(Token(TokenType.STRING, tok.text, tok.line, tok.col, tok.start, tok.end, tok.comments))
             return out
+
+
+    class Parser(SparkParser):
+        """Spark's grammar with DuckDB's literals: `{'k': v}` is a struct and `MAP {k: v}` a map (Spark reads `{…}`
+        as a query parameter and had `MAP {…}` become a struct)."""
+
+        MAP_KEYS_ARE_ARBITRARY_EXPRESSIONS = True
+        PLACEHOLDER_PARSERS = {k: v for k, v in SparkParser.PLACEHOLDER_PARSERS.items() if k is not TokenType.L_BRACE}
+        NO_PAREN_FUNCTION_PARSERS = {**SparkParser.NO_PAREN_FUNCTION_PARSERS,
+                                     "MAP": lambda self: self._parse_duckdb_map()}
+
+        def _parse_duckdb_map(self) -> exp.Expr | None:
+            """`MAP {k: v, …}` as Spark's `map(k, v, …)`; `map(…)` stays Spark's function, a bare `map` a column."""
+            if self._match(TokenType.L_PAREN, advance=False):
+                return build_var_map(self._parse_wrapped_csv(self._parse_assignment))
+            if not self._match(TokenType.L_BRACE, advance=False):
+                return exp.column(self._prev.text)
+            struct = self._parse_bracket()
+            pairs = struct.expressions if isinstance(struct, exp.Struct) else []
+            return self.expression(exp.VarMap(keys=exp.Array(expressions=[p.this for p in pairs]),
+                                              values=exp.Array(expressions=[p.expression for p in pairs])))
 
 
 DIALECT = DuckLakeSQL

@@ -58,6 +58,7 @@ class Statement:
     columns: tuple[str, ...] = ()  # INSERT column list
     partition_by: tuple[str, ...] = ()  # CTAS `PARTITIONED BY`, in `--partition-by` form
     reads: tuple[str, ...] = field(default=(), repr=False)
+    or_replace: bool = False  # CREATE OR REPLACE TABLE … AS: an existing table ends in the same snapshot
 
     @property
     def qualified(self) -> str:
@@ -94,6 +95,36 @@ def is_change(sql: str) -> bool:
     if words[0] in ("DELETE", "UPDATE", "MERGE", "INSERT", "TRUNCATE"):
         return True
     return words[0] == "CREATE" and len(words) > 1 and words[1] in ("TABLE", "OR")
+
+
+def constant_values(source: str, types: Sequence[tuple[str, str, bool]]) -> str | None:
+    """DuckDB's SQL for an INSERT's `VALUES` of constants, each value cast to its target column as DuckDB casts it
+    (`2.5` into INTEGER is 3, `'7'` is 7, `MAP {'1': 'a'}` into MAP(INTEGER, …) has key 1): `types` per position
+    (the column's DuckDB type, the type Spark reads it as, whether it is a date or timestamp), infinite dates and
+    timestamps refused (Spark has none). None when the source is anything else (a query, a column, DEFAULT)."""
+    import sqlglot
+
+    try:
+        with quiet_sqlglot():
+            tree = sqlglot.parse_one(source, read=DIALECT)
+    except SqlglotError:
+        return None
+    if not isinstance(tree, exp.Values) or tree.args.get("alias"):
+        return None
+    rows = []
+    for row in tree.expressions:
+        cells = row.expressions if isinstance(row, exp.Tuple) else [row]
+        if len(cells) != len(types) or any(c.find(exp.Column, exp.Query, exp.Var, exp.Placeholder) for c in cells):
+            return None
+        values = []
+        for cell, (duck, spark, temporal) in zip(cells, types, strict=True):
+            value = f"CAST(({cell.sql(dialect='duckdb')}) AS {duck})"
+            if temporal:
+                value = (f"CASE WHEN isinf({value}) THEN error('an infinite date or timestamp cannot be written "
+                         f"through Spark, which has none: write it with DuckDB, or use NULL') ELSE {value} END")
+            values.append(f"CAST({value} AS {spark})")
+        rows.append("(" + ", ".join(values) + ")")
+    return f"SELECT * FROM (VALUES {', '.join(rows)})"
 
 
 def _one(sql: str) -> exp.Expr:
@@ -181,8 +212,8 @@ def parse_change(sql: str) -> Statement:
                          source=_text(query), columns=columns)
     if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE":
         t = _target(tree.this, "CREATE TABLE")
-        if tree.args.get("replace"):
-            raise QueryError("CREATE OR REPLACE TABLE is not supported; use INSERT OVERWRITE")
+        if tree.args.get("replace") and tree.args.get("exists"):  # DuckDB's parser refuses the pair
+            raise QueryError("CREATE OR REPLACE TABLE and IF NOT EXISTS cannot be used together")
         if not isinstance(tree.expression, (exp.Query, exp.Values)):
             raise QueryError("CREATE TABLE needs AS SELECT (column definitions come with `ducklake write`)")
         parts: tuple[str, ...] = ()
@@ -193,7 +224,8 @@ def parse_change(sql: str) -> Statement:
                 parts = tuple(_partition_item(i) for i in items)
             elif not isinstance(prop, exp.FileFormatProperty):
                 raise QueryError(f"CREATE TABLE option {sql_text(prop)} is not supported")
-        return Statement("create", t.db or None, t.name, sql, source=_text(tree.expression), partition_by=parts)
+        return Statement("create", t.db or None, t.name, sql, source=_text(tree.expression), partition_by=parts,
+                         or_replace=bool(tree.args.get("replace")))
     raise QueryError(f"{tree.key.upper()} is not a row-level change")
 
 
@@ -221,15 +253,21 @@ def _merge(tree: exp.Merge, sql: str) -> Statement:
         elif isinstance(then, exp.Update):
             if match == "not_matched":
                 raise QueryError("WHEN NOT MATCHED can only INSERT")
+            if not then.expressions:  # DuckDB's bare UPDATE: every column by position
+                raise QueryError("MERGE … THEN UPDATE without SET (DuckDB: every column, by position) is not "
+                                 "supported; write UPDATE SET * (every column, by name) or UPDATE SET col = …")
             star = len(then.expressions) == 1 and isinstance(then.expressions[0], exp.Star)
             clauses.append(MergeClause(match, "update", cond, () if star else _assignments(then.expressions,
                                                                                            "MERGE UPDATE"), star))
         elif isinstance(then, exp.Insert):
             if match != "not_matched":
                 raise QueryError("only WHEN NOT MATCHED can INSERT")
-            if isinstance(then.this, exp.Star):
+            if isinstance(then.this, exp.Star) or _by_name(then):
                 clauses.append(MergeClause(match, "insert", cond, star=True))
                 continue
+            if then.this is None and not then.expression:  # DuckDB's bare INSERT: every column by position
+                raise QueryError("MERGE … THEN INSERT without values (DuckDB: every column, by position) is not "
+                                 "supported; write INSERT * or INSERT BY NAME (by name), or INSERT (cols) VALUES (…)")
             cols = [c.name for c in then.this.expressions] if isinstance(then.this, exp.Tuple) else []
             values = then.expression.expressions if isinstance(then.expression, exp.Tuple) else []
             if not values or (cols and len(cols) != len(values)):
@@ -241,8 +279,26 @@ def _merge(tree: exp.Merge, sql: str) -> Statement:
             raise QueryError(f"unsupported MERGE action {sql_text(then)}")
     if not clauses:
         raise QueryError("MERGE needs at least one WHEN clause")
+    on = tree.args.get("on")
+    if not isinstance(on, exp.Expr):  # DuckDB's `USING (a, b)`: the columns of both sides equal
+        keys = tree.args.get("using_cond") or []
+        if not keys:
+            raise QueryError("MERGE needs ON <condition> or USING (<columns>)")
+        target = exp.to_identifier(t.alias or t.name)
+        on = exp.and_(*(exp.EQ(this=exp.column(k.name, table=target.copy()),
+                               expression=exp.column(k.name, table=exp.to_identifier(source_alias))) for k in keys))
     return Statement("merge", t.db or None, t.name, sql, alias=t.alias or None, source=_text(using),
-                     source_alias=source_alias, on=_text(tree.args.get("on")), clauses=tuple(clauses))
+                     source_alias=source_alias, on=_text(on), clauses=tuple(clauses))
+
+
+def _by_name(then: exp.Insert) -> bool:
+    """DuckDB's `INSERT BY NAME` in a MERGE (which sqlglot reads as a column `BY` aliased `NAME`)."""
+    row = then.this
+    if not isinstance(row, exp.Tuple) or len(row.expressions) != 1 or then.expression:
+        return False
+    item = row.expressions[0]
+    return isinstance(item, exp.Alias) and item.alias.upper() == "NAME" and isinstance(item.this, exp.Column) \
+        and item.this.name.upper() == "BY"
 
 
 # ----- the SELECTs that find affected rows -----------------------------------------------------------------

@@ -81,35 +81,14 @@ class ParsedQuery:
         """Spark SQL reading each table from its temp view, keeping (or adding) the table's alias; `*` leaves out
         the virtual `rowid` of the views in `rowid_views`, as DuckDB's `*` does. Change-feed functions read the
         temp views in `feed_views`."""
-        by_key = {ref.key: name for ref, name in views.items()}
         tree = self.tree.copy()
         feeds = list(feed_nodes(tree))
-        bare: dict[tuple[str, str], exp.Identifier] = {}  # written name of an unaliased table -> its new name
-        for node in list(_table_nodes(tree, self.bound)):
-            ref = _ref(node)
-            if ref.key not in by_key:
-                raise ValueError(f"no temp view given for table {ref.qualified}")
-            view = exp.to_identifier(by_key[ref.key])
-            if node.args.get("alias") is None and not isinstance(node.parent, exp.Describe):
-                if _name_taken(node):  # e.g. `main.t` next to a CTE `t`: keep the view's own name
-                    bare.setdefault(_parts(node), view.copy())
-                else:
-                    bare.setdefault(_parts(node), node.this.copy())
-                    node.set("alias", exp.TableAlias(this=node.this.copy()))
-            for arg in ("db", "catalog", "version"):
-                node.set(arg, None)
-            node.set("this", view)
+        _retarget(tree, {ref.key: name for ref, name in views.items()}, self.bound, every=True)
         for node in feeds:  # after the tables: a feed node renamed to its view looks like a table
             feed = feed_ref(node)
             if not feed_views or feed not in feed_views:
                 raise ValueError(f"no temp view given for {feed.kind} of {feed.table}")
             node.set("this", exp.to_identifier(feed_views[feed]))
-        for col in list(tree.find_all(exp.Column)):  # `main.t.x` -> `t.x`, as `main.t` is now a view named `t`
-            parts = _col_parts(col)
-            if len(parts) == 2 and (new := bare.get((parts[0], parts[1]))) is not None:
-                col.set("table", new.copy())
-                col.set("db", None)
-                col.set("catalog", None)
         if rowid_views:
             _hide_rowid(tree, rowid_views)
         _plain_likes(tree)
@@ -154,6 +133,46 @@ class ParsedQuery:
     def uses_rowid(self) -> bool:
         """Whether the statement names DuckLake's virtual `rowid` column anywhere."""
         return any(col.name.lower() == ROWID_NAME for col in self.tree.find_all(exp.Column))
+
+
+def bind_tables(sql: str, views: Mapping[tuple[str, str], str], *, bound: frozenset[str] = frozenset()) -> str:
+    """`sql` (one query, this dialect) with its references to the tables in `views` (`(schema, table)` in lower case;
+    references without time travel) reading those temp views instead; other tables stay lake tables. The views carry
+    the virtual `rowid`, which `*` leaves out."""
+    parsed = parse_query(sql, bound=bound)
+    tree = parsed.tree.copy()
+    _retarget(tree, {(schema, name, None, None): view for (schema, name), view in views.items()}, bound, every=False)
+    _hide_rowid(tree, frozenset(views.values()))
+    return tree.sql(dialect=DIALECT)
+
+
+def _retarget(tree: exp.Expr, by_key: Mapping[tuple[str, str, int | None, str | None], str], bound: frozenset[str],
+              *, every: bool) -> None:
+    """Table references whose `TableRef.key` is in `by_key` read that temp view instead, keeping (or adding) the
+    table's alias, and columns qualified `main.t.x` follow; with `every`, a table missing from `by_key` is an error."""
+    bare: dict[tuple[str, str], exp.Identifier] = {}  # written name of an unaliased table -> its new name
+    for node in list(_table_nodes(tree, bound)):
+        ref = _ref(node)
+        if ref.key not in by_key:
+            if every:
+                raise ValueError(f"no temp view given for table {ref.qualified}")
+            continue
+        view = exp.to_identifier(by_key[ref.key])
+        if node.args.get("alias") is None and not isinstance(node.parent, exp.Describe):
+            if _name_taken(node):  # e.g. `main.t` next to a CTE `t`: keep the view's own name
+                bare.setdefault(_parts(node), view.copy())
+            else:
+                bare.setdefault(_parts(node), node.this.copy())
+                node.set("alias", exp.TableAlias(this=node.this.copy()))
+        for arg in ("db", "catalog", "version"):
+            node.set(arg, None)
+        node.set("this", view)
+    for col in list(tree.find_all(exp.Column)):  # `main.t.x` -> `t.x`, as `main.t` is now a view named `t`
+        parts = _col_parts(col)
+        if len(parts) == 2 and (new := bare.get((parts[0], parts[1]))) is not None:
+            col.set("table", new.copy())
+            col.set("db", None)
+            col.set("catalog", None)
 
 
 def _plain_likes(tree: exp.Expr) -> None:

@@ -19,16 +19,18 @@ from ducklake_cli.errors import QueryError
     ("TIMESTAMPTZ", "timestamptz"), ("UINTEGER", "uint32"), ("HUGEINT", "int128"), ("UUID", "uuid"),
     ("ARRAY<STRING>", "list(varchar)"), ("INT[]", "list(int32)"), ("MAP<STRING, BIGINT>", "map(varchar, int64)"),
     ("STRUCT<a: INT, b: ARRAY<DOUBLE>>", "struct(a int32, b list(float64))"),
-    ("STRUCT(a INT, b VARCHAR)", "struct(a int32, b varchar)"),
+    ("STRUCT(a INT, b VARCHAR)", "struct(a int32, b varchar)"), ("DATETIME", "timestamp"),
 ])
 def test_types(text: str, want: str) -> None:
     """Spark TIMESTAMP is an instant (timestamptz), as engine/spark_types reads timestamptz back."""
     assert r.parse_type(text).text() == want
 
 
-@pytest.mark.parametrize("text", ["DECIMAL", "NOPE", "STRUCT<>", "DECIMAL(50,2)"])
+@pytest.mark.parametrize("text", ["DECIMAL", "NOPE", "STRUCT<>", "DECIMAL(50,2)", "INT[3]", "STRUCT(a INT[2])",
+                                  "LIST(INT)"])
 def test_bad_types(text: str) -> None:
-    """Bare DECIMAL is refused: Spark and DuckDB give it different precision."""
+    """Bare DECIMAL is refused: Spark and DuckDB give it different precision; DuckDB's fixed-size arrays have no
+    DuckLake type, and its parser refuses LIST(…)."""
     with pytest.raises(QueryError):
         r.parse_type(text)
 
@@ -46,6 +48,24 @@ def test_defaults(sql: str, typ: str, want: tuple[str, str | None, str]) -> None
     """Constants are literals with the value cast for old rows; anything else an expression (DuckDB's rule)."""
     got = r.default_spec(sql, r.TypeSpec(typ))
     assert (got.value, got.initial, got.kind) == want
+
+
+@pytest.mark.parametrize(("sql", "binds", "needle"), [
+    ("(SELECT 1) + 1", False, "subquery"), ("row_number() OVER ()", False, "window"), ("?", False, "parameter"),
+    ("a", True, "column names"), ("sum(1)", True, "aggregate"), ("nope()", True, "nope"),
+])
+def test_refused_defaults(sql: str, binds: bool, needle: str) -> None:
+    """DuckDB's refusals: never a subquery, window or parameter; where it binds the default (CREATE TABLE) no
+    column names, aggregates or names it cannot find."""
+    with pytest.raises(QueryError, match=needle):
+        r.default_spec(sql, r.TypeSpec("int32"), binds=binds)
+
+
+def test_defaults_duckdb_binds() -> None:
+    """What binds stays an expression; what only SET DEFAULT takes unbound is taken there."""
+    assert r.default_spec("now()", r.TypeSpec("timestamptz"), binds=True).kind == "expression"
+    assert r.default_spec("list_transform([1], x -> x + 1)", r.TypeSpec("int32"), binds=True).kind == "expression"
+    assert r.default_spec("a + 1", r.TypeSpec("int32")).value == "(a + 1)"
 
 
 def test_statements() -> None:
@@ -73,6 +93,12 @@ def test_statements() -> None:
     assert view == p.CreateView(p.Name(None, "v"), "SELECT a, b FROM t WHERE (a > 1)", ("x", "y"), True, False,
                                 ((None, "t"),))
     assert p.parse_ddl("ALTER VIEW v RENAME TO w") == p.RenameView(p.Name(None, "v"), "w")
+    replace = p.parse_ddl("CREATE OR REPLACE TABLE t (a INT CONSTRAINT nn NOT NULL, b INT NOT NULL NULL, c INT NULL)")
+    assert isinstance(replace, p.CreateTable) and replace.or_replace
+    assert [c.not_null for c in replace.columns] == [True, True, False]  # DuckDB ignores a NULL constraint
+    bucket = p.parse_ddl("ALTER TABLE t SET PARTITIONED BY (bucket(4.0, a), bucket('8', b))")
+    assert isinstance(bucket, p.SetPartition)
+    assert [k.transform for k in bucket.keys] == ["bucket(4)", "bucket(8)"]
 
 
 def test_is_ddl() -> None:
@@ -91,7 +117,28 @@ def test_is_ddl() -> None:
     ("ALTER TABLE t SET SORTED BY (s.p)", "unqualified"),
     ("CREATE TABLE t (a INT", "missing"),
     ("DROP FUNCTION f", "only DROP SCHEMA"),
-    ("CREATE OR REPLACE TABLE t (a INT)", "not supported"),
+    ("CREATE OR REPLACE TABLE IF NOT EXISTS t (a INT)", "cannot be used together"),
+    ("ALTER TABLE t SET PARTITIONED BY (bucket(2147483648, a))", "cannot exceed 2147483647"),
+    ("ALTER TABLE t SET PARTITIONED BY (bucket(4.5, a))", "whole number"),
+    ("ALTER TABLE t SET PARTITIONED BY (bucket(0, a))", "positive"),
+    ("CREATE TABLE t (s VARCHAR COLLATE NOCASE)", "collations"),
+    ("CREATE TABLE t (s VARCHAR USING COMPRESSION zstd)", "compression"),
+    ("CREATE TABLE t (a INT GENERATED ALWAYS AS (1))", "generated"),
+    ("CREATE TABLE t (a INT AS (1))", "generated"),
+    ("CREATE TABLE t (a INT UNIQUE)", "PRIMARY KEY/UNIQUE"),
+    ("CREATE TABLE t (a INT, PRIMARY KEY (a))", "PRIMARY KEY/UNIQUE"),
+    ("CREATE TABLE t (a INT CHECK (a > 0))", "CHECK"),
+    ("CREATE TABLE t (a INT REFERENCES u (b))", "FOREIGN KEY"),
+    ("CREATE TABLE t (a INT, FOREIGN KEY (a) REFERENCES u (b))", "FOREIGN KEY"),
+    ("CREATE TABLE t (a INT CONSTRAINT c)", "needs a constraint"),
+    ("ALTER TABLE t ADD COLUMN a INT UNIQUE", "cannot add constraints"),
+    ("ALTER TABLE t ADD COLUMN a INT AS (1)", "generated column cannot be added"),
+    ("ALTER TABLE t ALTER COLUMN a TYPE BIGINT USING a + 1", "with an expression"),
+    ("ALTER TABLE t ALTER COLUMN a SET DATA TYPE VARCHAR COLLATE NOCASE", "collations"),
+    ("ALTER TABLE t ALTER COLUMN s.x SET NOT NULL", "top-level column"),
+    ("ALTER TABLE t ALTER COLUMN s.x DROP DEFAULT", "top-level column"),
+    ("CREATE TABLE t (a INT DEFAULT (SELECT 1))", "subquery"),
+    ("CREATE VIEW v (a, b, c) AS SELECT 1, 2", "3 column aliases"),
 ])
 def test_errors(sql: str, needle: str) -> None:
     """Every refusal is one line naming the problem."""

@@ -92,3 +92,15 @@ def test_merge_insert_values_without_columns_go_by_position() -> None:
     assert "THEN s.v END AS `v`" in merge_select(st, ["id", "v"])
     with pytest.raises(QueryError, match="gives 2 values for the 3 columns"):
         merge_select(st, ["id", "v", "w"])
+
+
+def test_duckdb_merge_forms() -> None:
+    """DuckDB's `USING (cols)` joins on equal columns and `INSERT BY NAME` inserts by name; its bare UPDATE/INSERT
+    (every column by position) are refused in one line saying what to write (issue #26, item 3)."""
+    st = parse_change("MERGE INTO t AS x USING s USING (id, \"k\") WHEN NOT MATCHED THEN INSERT BY NAME")
+    assert st.on == 'x.id = s.id AND x."k" = s."k"' or st.on == "x.id = s.id AND x.k = s.k"
+    assert st.clauses[0].star and st.clauses[0].action == "insert"
+    with pytest.raises(QueryError, match="UPDATE SET \\*"):
+        parse_change("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE")
+    with pytest.raises(QueryError, match="INSERT \\*"):
+        parse_change("MERGE INTO t USING s ON t.id = s.id WHEN NOT MATCHED THEN INSERT")
