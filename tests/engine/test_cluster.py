@@ -12,15 +12,18 @@ from tests.support.cli import run_cli
 from tests.support.lakes import build_lake
 from tests.support.oracle import oracle_connect
 from tests.support.spot import Spot
+from tests.support.tiers import full_only
 
 pytestmark = pytest.mark.spark
 
-# scenario, table, snapshot offset from the end (0 = latest), an ORDER BY making rows comparable
+# scenario, table, snapshot offset from the end (0 = latest), an ORDER BY making rows comparable. Each `query` is a
+# driver JVM plus an executor on the cluster: the default tier runs one (time travel, `--output`); the others, in
+# the full tier, read what tests/engine/test_connect.py's cluster differential reads (deletes, evolution).
 CASES = [
-    ("catalog_example", "main.t", 0, "id"),
+    full_only("catalog_example", "main.t", 0, "id"),
     ("catalog_example", "main.t", 3, "id"),
-    ("deletes", None, 0, None),
-    ("evolution", None, 0, None),
+    full_only("deletes", None, 0, None),
+    full_only("evolution", None, 0, None),
 ]
 
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.built_lakes import BuiltLakes
 from tests.support.cli import REPO, run_cli
 from tests.support.connect import ConnectServer
-from tests.support.lakes import build_lake
 from tests.support.spot import Spot
 
 pytestmark = pytest.mark.spark
@@ -27,16 +27,13 @@ SCENARIOS = ["primitives", "nested", "evolution", "inlined", "deletes"]
 
 
 @pytest.fixture(scope="module")
-def cases(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    """The scenarios' lakes, built once by DuckDB for both deployments; the last two snapshots of each."""
-    tmp_path = tmp_path_factory.mktemp("connect-lakes")
+def cases(built_lakes: BuiltLakes) -> list[dict[str, Any]]:
+    """The scenarios' lakes, built once by DuckDB for the session (read only); the last two snapshots of each."""
     cases = []
     for scenario in SCENARIOS:
-        cat, data = tmp_path / scenario / "cat.sqlite", tmp_path / scenario / "data"
-        cat.parent.mkdir()
-        ids = build_lake("sqlite", str(cat), data, scenario)
-        cases.append({"backend": "sqlite", "catalog": str(cat), "oracle_target": str(cat), "data_path": str(data),
-                      "scenario": scenario, "snapshots": ids[-2:]})
+        spot, ids = built_lakes.get("sqlite", scenario)
+        cases.append({"backend": "sqlite", "catalog": spot.catalog, "oracle_target": spot.oracle_target,
+                      "data_path": str(spot.data_path), "scenario": scenario, "snapshots": ids[-2:]})
     return cases
 
 
@@ -58,10 +55,8 @@ def test_query_differential_on_standalone_cluster(master: str, cases: list[dict[
 
 
 @pytest.fixture
-def lake(tmp_path: Path) -> Spot:
-    cat = tmp_path / "cat.sqlite"
-    build_lake("sqlite", str(cat), tmp_path / "data", "catalog_example")
-    return Spot("sqlite", str(cat), str(cat), tmp_path / "data")
+def lake(tmp_path: Path, built_lakes: BuiltLakes) -> Spot:
+    return built_lakes.copy("catalog_example", tmp_path / "lake")[0]
 
 
 def test_remote_from_flag_environment_and_profile(spark_connect: ConnectServer, lake: Spot, tmp_path: Path) -> None:

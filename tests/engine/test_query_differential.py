@@ -6,17 +6,22 @@ column names (in order) and the same multiset of rows as DuckDB's ``SELECT * FRO
 (values canonicalised by tests/support/diff.py). All differences of one scenario are collected and reported
 together.
 
-Which snapshots (a full check of all 33 scenarios × 3 backends × every snapshot is ~1500 Spark reads; this
-keeps it near 700):
+Which scenarios and snapshots (a full check of all 37 scenarios × 3 backends × every snapshot is ~1500 Spark
+reads; the default tier keeps it near 400):
+* every scenario runs on SQLite; on the DuckDB-file and PostgreSQL catalogs the default tier runs
+  ``BACKEND_SCENARIOS`` (inlined rows of every type and their history, whose storage differs per backend, and
+  ``catalog_example``: files, deletes, schema changes; the rest reads catalog rows every backend stores alike),
+  the full tier every scenario;
 * scenarios in ``HISTORY_SCENARIOS`` (where time travel is the point: deletes, updates, compaction, flush,
   schema evolution, drops/renames, emptied tables) — every snapshot on sqlite; history logic (validity
   ranges, delete files, partial files) does not depend on the catalog database;
 * ``FULL_HISTORY_EVERYWHERE`` (old snapshots read inlined rows, whose storage differs per backend) — every
   snapshot on every backend;
 * everything else — the last ``LAST_SNAPSHOTS`` snapshots;
-* ``DUCKLAKE_DIFF_ALL_SNAPSHOTS=1`` checks every snapshot everywhere.
+* the full tier (``--full``, or ``DUCKLAKE_DIFF_ALL_SNAPSHOTS=1``) checks every snapshot everywhere.
 The ``rowid`` test covers scenarios where row ids move (UPDATE, compaction, flush, added files, Puffin
-deletes): every snapshot on sqlite for ``ROWID_HISTORY``, otherwise the last snapshot.
+deletes): every snapshot on sqlite for ``ROWID_HISTORY``, otherwise the last snapshot; on the other catalogs
+the default tier runs the inlined ones (``BACKEND_ROWID_SCENARIOS``).
 
 The first tests check the comparison machinery itself (no ``Lake.table`` needed).
 """
@@ -25,7 +30,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import os
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,13 +53,18 @@ from tests.support.diff import (
 )
 from tests.support.lakes import SCENARIOS
 from tests.support.oracle import oracle_connect
+from tests.support.spot import ORACLE_BACKENDS
+from tests.support.tiers import all_snapshots, tiered
 
 if TYPE_CHECKING:
     import duckdb
     from pyspark.sql import SparkSession
 
-BACKENDS = ["sqlite", "duckdb", pytest.param("postgres", marks=pytest.mark.postgres)]
 LAST_SNAPSHOTS = 3
+# What the default tier reads on the DuckDB-file and PostgreSQL catalogs besides SQLite (see the docstring).
+BACKEND_SCENARIOS = frozenset({"primitives", "nested", "inlined", "inlined_updates", "inlined_file_deletes",
+                               "flush_inlined", "catalog_example"})
+BACKEND_ROWID_SCENARIOS = frozenset({"inlined_updates", "flush_inlined"})
 HISTORY_SCENARIOS = frozenset({
     "catalog_example", "deletes", "delete_files", "second_delete", "inlined", "inlined_file_deletes",
     "inlined_updates", "updates", "flush_inlined", "merge_adjacent", "rewrite_files", "evolution", "rename_columns",
@@ -70,7 +79,7 @@ ROWID_HISTORY = frozenset({"updates", "merge_adjacent", "flush_inlined", "rewrit
 
 def snapshots_to_check(backend: str, scenario: str, ids: list[int]) -> list[int]:
     """The snapshots one (backend, scenario) is compared at (see the module docstring)."""
-    if os.environ.get("DUCKLAKE_DIFF_ALL_SNAPSHOTS") == "1" or scenario in FULL_HISTORY_EVERYWHERE:
+    if all_snapshots() or scenario in FULL_HISTORY_EVERYWHERE:
         return ids
     if backend == "sqlite" and scenario in HISTORY_SCENARIOS:
         return ids
@@ -81,20 +90,25 @@ def snapshots_to_check(backend: str, scenario: str, ids: list[int]) -> list[int]
 # the differential tests
 
 
+def _cases(scenarios: list[str], on_every_backend: frozenset[str]) -> list[Any]:
+    """(backend, scenario) parameters: every scenario on SQLite, `on_every_backend` on the others (default tier)."""
+    cases = [pytest.param(b, s, marks=[pytest.mark.postgres] if b == "postgres" else [], id=f"{b}-{s}")
+             for b in ORACLE_BACKENDS for s in scenarios]
+    return tiered(cases, lambda case: case[0] == "sqlite" or case[1] in on_every_backend)
+
+
 @pytest.mark.spark
-@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("backend", "scenario"), _cases(sorted(SCENARIOS), BACKEND_SCENARIOS))
 def test_table_matches_duckdb(built_lakes: BuiltLakes, backend: str, scenario: str, spark: SparkSession) -> None:
     spot, ids = built_lakes.get(backend, scenario)
     compare_lake(spot, spark, scenario, snapshots_to_check(spot.backend, scenario, ids))
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("scenario", ROWID_SCENARIOS)
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("backend", "scenario"), _cases(ROWID_SCENARIOS, BACKEND_ROWID_SCENARIOS))
 def test_rowid_matches_duckdb(built_lakes: BuiltLakes, backend: str, scenario: str, spark: SparkSession) -> None:
     spot, ids = built_lakes.get(backend, scenario)
-    every = os.environ.get("DUCKLAKE_DIFF_ALL_SNAPSHOTS") == "1" or (
+    every = all_snapshots() or (
         spot.backend == "sqlite" and scenario in ROWID_HISTORY)
     snapshots = ids if every else ids[-1:]
     compare_lake(spot, spark, scenario, snapshots, with_rowid=True)
@@ -104,6 +118,7 @@ def test_scenario_lists_are_consistent() -> None:
     assert set(ROWID_SCENARIOS) <= set(SCENARIOS)
     assert set(SCENARIOS) >= HISTORY_SCENARIOS >= FULL_HISTORY_EVERYWHERE
     assert set(ROWID_SCENARIOS) >= ROWID_HISTORY
+    assert set(SCENARIOS) >= BACKEND_SCENARIOS and set(ROWID_SCENARIOS) >= BACKEND_ROWID_SCENARIOS
     assert len(SCENARIOS) >= 25
 
 

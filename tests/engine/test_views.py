@@ -3,6 +3,7 @@ with one line naming the DuckDB construct Spark has no form for; differential on
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,10 +11,11 @@ import pytest
 import ducklake_cli
 from ducklake_cli.errors import QueryError
 from ducklake_cli.ops.query import run_query
-from tests.support.cli import run_cli
-from tests.support.lakes import build_lake
+from tests.support.built_lakes import BuiltLakes
+from tests.support.cli import run_main
 from tests.support.oracle import oracle_connect
-from tests.support.spot import Spot
+from tests.support.spot import ORACLE_BACKENDS, Spot
+from tests.support.tiers import backend_params
 
 pytestmark = pytest.mark.spark
 
@@ -100,7 +102,9 @@ def _sorted(rows: Any) -> list[Any]:
     return sorted((_norm(r) for r in rows), key=repr)
 
 
-@pytest.mark.parametrize("spot", ["sqlite", "duckdb", "postgres"], indirect=True)
+# A view is one catalog row, stored alike on every backend (tests/ops/test_sql_quoting.py checks the stored text on
+# each): SQLite in the default tier, every catalog in the full tier.
+@pytest.mark.parametrize("spot", backend_params(ORACLE_BACKENDS), indirect=True)
 def test_views_read_as_duckdb_or_name_what_fails(spot: Spot, spark: Any) -> None:
     expected, columns = _build(spot)
     with ducklake_cli.connect(spot.catalog, read_only=True) as lake:
@@ -117,17 +121,16 @@ def test_views_read_as_duckdb_or_name_what_fails(spot: Spot, spark: Any) -> None
 
 
 @pytest.mark.parametrize("spot", ["sqlite"], indirect=True)
-def test_untranslatable_view_is_one_line_exit_1(spot: Spot) -> None:
+def test_untranslatable_view_is_one_line_exit_1(spot: Spot, spark: Any, capsys: pytest.CaptureFixture[str]) -> None:
     _build(spot)
-    res = run_cli("query", spot.catalog, "SELECT * FROM f_replace")
-    assert res.returncode == 1
-    lines = [line for line in res.stderr.splitlines() if line.strip()]
-    assert len(lines) <= 2 and "REPLACE" in lines[0] and "Traceback" not in res.stderr, res.stderr
+    code, _, err = run_main(capsys, "query", spot.catalog, "SELECT * FROM f_replace")
+    assert code == 1
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) <= 2 and "REPLACE" in lines[0] and "Traceback" not in err, err
 
 
-@pytest.mark.parametrize("spot", ["sqlite"], indirect=True)
-def test_views_and_views_on_views(spot: Spot, spark: Any) -> None:
-    build_lake(spot.backend, spot.oracle_target, spot.data_path, "catalog_example")
+def test_views_and_views_on_views(tmp_path: Path, built_lakes: BuiltLakes, spark: Any) -> None:
+    spot = built_lakes.copy("catalog_example", tmp_path / "lake")[0]
     con = oracle_connect()
     try:
         con.execute(spot.attach())

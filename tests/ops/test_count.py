@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.built_lakes import BuiltLakes
 from tests.support.cli import run_cli
-from tests.support.lakes import build_lake
 from tests.support.oracle import oracle_connect
 from tests.support.spot import Spot
 
@@ -54,9 +54,8 @@ def test_count_of_1000_files_starts_no_spark(spot: Spot) -> None:
     assert json.loads("\n".join(lines[:-1])) == [{"count(1)": expected}]
 
 
-@pytest.mark.parametrize("spot", ["sqlite"], indirect=True)
-def test_count_with_time_travel_and_alias(spot: Spot, tmp_path: Path) -> None:
-    ids = build_lake(spot.backend, spot.oracle_target, spot.data_path, "catalog_example")
+def test_count_with_time_travel_and_alias(tmp_path: Path, built_lakes: BuiltLakes) -> None:
+    spot, ids = built_lakes.copy("catalog_example", tmp_path / "lake")
     res = run_cli("query", spot.catalog, f"SELECT COUNT(*) AS n FROM main.t VERSION AS OF {ids[2]}", "-f", "json")
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == [{"n": 1000}]

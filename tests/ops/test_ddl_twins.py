@@ -5,13 +5,13 @@ both. Metadata only: no Spark."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from tests.support.ddl_twins import DdlSequence, ddl, run_ddl_sequence
 from tests.support.spot import ORACLE_BACKENDS
+from tests.support.tiers import tiered
 
 ROWS = ("CREATE TABLE t (a INTEGER, b VARCHAR, ts TIMESTAMP, s STRUCT(x INTEGER, y VARCHAR), f FLOAT)",
         "INSERT INTO t VALUES (1, 'one', TIMESTAMP '2020-01-01 10:00:00', {'x': 1, 'y': 'p'}, 1.5), "
@@ -176,12 +176,11 @@ SEQUENCES = [
     ), ("SELECT * FROM tv",)),
 ]
 
-# Every sequence runs on SQLite; a representative few also on the DuckDB-file and PostgreSQL catalogs (CI time);
-# DUCKLAKE_DDL_ALL_BACKENDS=1 runs every sequence on every catalog.
+# Every sequence runs on SQLite; a representative few also on the DuckDB-file and PostgreSQL catalogs; the full tier
+# (tests/support/tiers.py) runs every sequence on every catalog.
 BACKEND_SEQUENCES = frozenset({"partition_changes", "views", "nested_renames"})
-ALL_BACKENDS = os.environ.get("DUCKLAKE_DDL_ALL_BACKENDS") == "1"
-CASES = [pytest.param(seq, backend, id=f"{seq.name}-{backend}") for backend in ORACLE_BACKENDS for seq in SEQUENCES
-         if ALL_BACKENDS or backend == "sqlite" or seq.name in BACKEND_SEQUENCES]
+CASES = tiered([pytest.param(seq, backend, id=f"{seq.name}-{backend}") for backend in ORACLE_BACKENDS
+                for seq in SEQUENCES], lambda case: case[1] == "sqlite" or case[0].name in BACKEND_SEQUENCES)
 
 
 @pytest.mark.parametrize(("seq", "backend"), CASES)

@@ -10,16 +10,15 @@ DuckDB 1.5.5 and our reader see the same rows."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.support.cli import REPO, run_cli
+from tests.support.cli import run_cli
 from tests.support.oracle import attach_clause, oracle_connect
 from tests.support.writes import (
     LEAN_JVM_ENV,
@@ -27,21 +26,23 @@ from tests.support.writes import (
     CliProcess,
     Finished,
     cli_args,
-    cli_env,
     data_files,
     make_parquet,
     oracle_lake,
     scalar,
 )
+from tests.support.xdist_groups import RACES
 
-pytestmark = [pytest.mark.postgres, pytest.mark.spark]
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = [pytest.mark.postgres, pytest.mark.spark, pytest.mark.xdist_group(RACES)]
 
 FILES = 8  # DuckDB writes one 1,000-row file per INSERT
 FILE_ROWS = 1_000
 APPEND_ROWS = 1_000
 APPEND_BASE = 100_000  # appended ids never meet a delete's range
 TIMEOUT_S = 300
-LEAN_CONF = {"spark.driver.memory": "512m", "spark.sql.shuffle.partitions": "1"}
 
 
 @dataclass(frozen=True)
@@ -147,16 +148,28 @@ def _check_serial(url: str, data: Path, start: dict[int, str], base: int, ops: d
     return rows
 
 
-def _worker(url: str, steps: list[dict[str, Any]]) -> list[Any]:
-    """Run steps in one process on one local Spark session (tests/support/dml_worker.py)."""
-    spec = {"catalog": url, "master": "local[1]", "conf": LEAN_CONF, "steps": steps}
-    res = subprocess.run([sys.executable, "-m", "tests.support.dml_worker", json.dumps(spec)], capture_output=True,
-                         text=True, cwd=REPO, env={**cli_env(), **LEAN_JVM_ENV}, timeout=TIMEOUT_S, check=False)
-    assert res.returncode == 0, res.stderr[-3000:]
-    return list(json.loads(res.stdout.strip().splitlines()[-1]))
+def _in_process(url: str, steps: list[dict[str, Any]]) -> list[Any]:
+    """Run steps one after the other in this process, on the test session's Spark (what
+    tests/support/dml_worker.py does in a process of its own): a change's or append's JSON, a read's rows."""
+    from ducklake_cli.api import connect
+    from ducklake_cli.ops.dml import run_change
+    from ducklake_cli.ops.query import sql_dataframe
+    from ducklake_cli.ops.write import run_write
+
+    results: list[Any] = []
+    with connect(url) as lake:
+        for step in steps:
+            if "change" in step:
+                results.append(run_change(lake, [step["change"]], message=step["message"]).to_json())
+            elif "append" in step:
+                results.append(run_write(lake, step["append"], source=[step["source"]], mode="append",
+                                         message=step["message"]).to_json())
+            else:
+                results.append([list(r) for r in sql_dataframe(lake, step["read"]).collect()])
+    return results
 
 
-def test_deletes_and_appends_race_on_postgres(pg_url: str, tmp_path: Path) -> None:
+def test_deletes_and_appends_race_on_postgres(pg_url: str, tmp_path: Path, spark: SparkSession) -> None:
     """3 deletes of disjoint id ranges (2 files each) race 3 appends: each commits or exits 3; the result is the
     serial run of the committed ones; rerunning the others gives all 6 applied."""
     data = tmp_path / "data"
@@ -191,7 +204,7 @@ def test_deletes_and_appends_race_on_postgres(pg_url: str, tmp_path: Path) -> No
     steps: list[dict[str, Any]] = [
         {"change": ops[n].sql, "message": n} if ops[n].source is None
         else {"append": "main.t", "source": str(ops[n].source), "message": n} for n in lost]
-    got = _worker(pg_url, [*steps, {"read": "SELECT id, s FROM main.t"}])
+    got = _in_process(pg_url, [*steps, {"read": "SELECT id, s FROM main.t"}])
     final = _check_serial(pg_url, data, rows, last, ops, appended)
     every = start
     for op in ops.values():

@@ -1,6 +1,8 @@
 """The change feed equals DuckDB 1.5.5's `ducklake_table_insertions`, `_deletions` and `_changes` for every pair of
 snapshots of a DuckDB-built lake (inserts, deletes, updates, inlined rows and deletions, flush, merge, rewrite,
-added/renamed/dropped columns), on SQLite, DuckDB-file and PostgreSQL catalogs; and inside `query`.
+added/renamed/dropped columns), on SQLite, DuckDB-file and PostgreSQL catalogs (the default tier compares a third
+of the pairs on the last two, each snapshot still a start and an end; the full tier every pair); and inside
+`query`.
 
 Cheap by construction: the lake and DuckDB's answers are built once per backend; ours for all pairs come from one
 Spark job (pairs grouped by the table's columns at their end, every group's feeds in one union)."""
@@ -16,6 +18,7 @@ import pytest
 from ducklake_cli.api import Lake, connect
 from tests.support.feed_lakes import FEEDS, TABLE, FeedLake, duck_feed_again, feed_lake
 from tests.support.spot import ORACLE_BACKENDS
+from tests.support.tiers import is_full
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -25,7 +28,8 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture(scope="module", params=ORACLE_BACKENDS)
 def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FeedLake]:
-    with feed_lake(request.param, tmp_path_factory.mktemp(f"feed-{request.param}")) as lake:
+    every_pair = request.param == "sqlite" or is_full()
+    with feed_lake(request.param, tmp_path_factory.mktemp(f"feed-{request.param}"), every_pair=every_pair) as lake:
         yield lake
 
 

@@ -12,9 +12,10 @@ import ducklake_cli
 from ducklake_cli.ops import inspect as inspect_ops
 from tests.support.built_lakes import BuiltLakes
 from tests.support.cli import run_cli
-from tests.support.lakes import INSPECT_SCENARIOS, SCENARIOS, build_lake
+from tests.support.lakes import INSPECT_SCENARIOS, SCENARIOS
 from tests.support.oracle import oracle_connect
 from tests.support.spot import ORACLE_BACKENDS, Spot
+from tests.support.tiers import tiered
 
 
 def _duckdb_counts(spot: Spot, snapshot_id: int, con: duckdb.DuckDBPyConnection | None = None) -> dict[str, int]:
@@ -40,6 +41,7 @@ def _duckdb_counts(spot: Spot, snapshot_id: int, con: duckdb.DuckDBPyConnection 
 
 def test_inspect_scenarios_exist() -> None:
     assert set(INSPECT_SCENARIOS) <= set(SCENARIOS)
+    assert set(INSPECT_SCENARIOS) >= BACKEND_SCENARIOS
 
 
 def _duckdb_counts_at_every_snapshot(spot: Spot, ids: list[int]) -> dict[int, dict[str, int]]:
@@ -66,8 +68,14 @@ def _duckdb_counts_at_every_snapshot(spot: Spot, ids: list[int]) -> dict[int, di
     return out
 
 
-@pytest.mark.parametrize("scenario", INSPECT_SCENARIOS)
-@pytest.mark.parametrize("backend", ORACLE_BACKENDS)
+# Every scenario on SQLite; on the DuckDB-file and PostgreSQL catalogs the default tier reads these (inlined rows
+# are counted from per-backend tables; drops and renames, time travel), the full tier all of them.
+BACKEND_SCENARIOS = frozenset({"catalog_example", "inlined", "table_lifecycle"})
+
+
+@pytest.mark.parametrize(("backend", "scenario"), tiered(
+    [pytest.param(b, s, id=f"{b}-{s}") for b in ORACLE_BACKENDS for s in INSPECT_SCENARIOS],
+    lambda case: case[0] == "sqlite" or case[1] in BACKEND_SCENARIOS))
 def test_live_rows_at_every_snapshot(built_lakes: BuiltLakes, backend: str, scenario: str) -> None:
     spot, ids = built_lakes.get(backend, scenario)
     theirs = _duckdb_counts_at_every_snapshot(spot, ids)
@@ -107,9 +115,8 @@ def test_cli_json_matches_duckdb(built_lakes: BuiltLakes, backend: str) -> None:
     ]
 
 
-@pytest.mark.parametrize("spot", ["sqlite"], indirect=True)
-def test_table_detail_and_files(spot: Spot) -> None:
-    build_lake(spot.backend, spot.oracle_target, spot.data_path, "catalog_example")
+def test_table_detail_and_files(built_lakes: BuiltLakes) -> None:
+    spot = built_lakes.get("sqlite", "catalog_example")[0]  # read only
     res = run_cli("inspect", spot.catalog, "t", "--format", "json")
     assert res.returncode == 0, res.stderr
     detail = json.loads(res.stdout)

@@ -17,6 +17,7 @@ from tests.support.cli import run_cli
 from tests.support.lakes import build_lake
 from tests.support.services import mysql_connect_args
 from tests.support.spot import Spot
+from tests.support.tiers import full_only
 
 
 def copy_sqlite_catalog_to_mysql(sqlite_path: Path, mysql_url: str) -> None:
@@ -48,7 +49,7 @@ def copy_sqlite_catalog_to_mysql(sqlite_path: Path, mysql_url: str) -> None:
         src.close()
 
 
-@pytest.mark.parametrize("scenario", ["catalog_example", "deletes", "evolution", "misc"])
+@pytest.mark.parametrize("scenario", ["catalog_example", "evolution", full_only("deletes"), full_only("misc")])
 @pytest.mark.parametrize("spot", ["mysql"], indirect=True)
 def test_mysql_catalog_inspects_like_duckdb(spot: Spot, scenario: str, tmp_path: Path) -> None:
     source = tmp_path / "src.sqlite"

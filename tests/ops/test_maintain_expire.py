@@ -24,7 +24,7 @@ import pytest
 
 import ducklake_cli
 from ducklake_cli.ops import inspect as inspect_ops
-from tests.support.cli import run_cli
+from tests.support.cli import run_main
 from tests.support.lakes import Quiet, run_steps
 from tests.support.oracle import attach_clause, oracle_connect
 from tests.support.services import require_env
@@ -207,11 +207,12 @@ def duck(copy: Copy, sql: str) -> list[tuple[Any, ...]]:
         con.close()
 
 
-def ours(copy: Copy, *args: str) -> dict[str, Any]:
-    """Run one of our verbs on copy B through the CLI (--yes: no question) and parse the JSON."""
-    result = run_cli("maintain", *args, copy.catalog, "--yes", "--format", "json")
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)  # type: ignore[no-any-return]
+def ours(capsys: pytest.CaptureFixture[str], copy: Copy, *args: str) -> dict[str, Any]:
+    """Run one of our verbs on copy B through the CLI, in this process (--yes: no question), and parse the JSON
+    (the CLI's own process paths are tests/cli/test_maintain_cli.py's)."""
+    code, out, err = run_main(capsys, "maintain", *args, copy.catalog, "--yes", "--format", "json")
+    assert code == 0, err
+    return json.loads(out)  # type: ignore[no-any-return]
 
 
 def assert_same(a: Copy, b: Copy) -> None:
@@ -222,14 +223,15 @@ def assert_same(a: Copy, b: Copy) -> None:
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_expire_cleanup_orphans_match_duckdb(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_expire_cleanup_orphans_match_duckdb(backend: str, tmp_path: Path, request: pytest.FixtureRequest,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
     with two_copies(backend, tmp_path, request) as (a, b):
         ids = [r[0] for r in a.sql("SELECT snapshot_id FROM ducklake_snapshot ORDER BY 1")]
         cut = BASE + dt.timedelta(days=len(ids) - 9, hours=6)  # after snapshot N-9: all but the last 8 expire
 
         # expire --older-than
         expired = duck(a, f"SELECT snapshot_id FROM ducklake_expire_snapshots('lake', older_than => '{cut}')")
-        summary = ours(b, "expire", "--older-than", cut.isoformat())
+        summary = ours(capsys, b, "expire", "--older-than", cut.isoformat())
         assert summary["snapshot_ids"] == [r[0] for r in expired] == ids[:-8]
         assert summary["snapshots_expired"] == len(expired) and summary["files_scheduled"] == 2
         assert summary["tables_removed"] == ["s2.gone"]
@@ -243,7 +245,7 @@ def test_expire_cleanup_orphans_match_duckdb(backend: str, tmp_path: Path, reque
         # expire --snapshots (one id twice over, the latest never)
         some = ids[-8:-5]
         duck(a, f"SELECT * FROM ducklake_expire_snapshots('lake', versions => {some})")
-        summary = ours(b, "expire", "--snapshots", ",".join(map(str, [*some, ids[-1]])))
+        summary = ours(capsys, b, "expire", "--snapshots", ",".join(map(str, [*some, ids[-1]])))
         assert summary["snapshot_ids"] == some
         assert summary["files_scheduled"] == 1 and summary["files"][0]["path"].endswith(ended[0])
         assert_same(a, b)
@@ -255,13 +257,13 @@ def test_expire_cleanup_orphans_match_duckdb(backend: str, tmp_path: Path, reque
         assert before == b.files()
         scheduled = sorted(r[0] for r in b.sql("SELECT path FROM ducklake_files_scheduled_for_deletion"))
         duck(a, "SELECT * FROM ducklake_cleanup_old_files('lake', cleanup_all => true)")
-        summary = ours(b, "cleanup", "--all")
+        summary = ours(capsys, b, "cleanup", "--all")
         assert before - a.files() == before - b.files() == set(scheduled)
         assert summary["files_deleted"] == len(scheduled) and summary["bytes_freed"] > 0
         assert_same(a, b)
         before = a.files()
         duck(a, "SELECT * FROM ducklake_delete_orphaned_files('lake', older_than => now() - INTERVAL 1 DAY)")
-        summary = ours(b, "orphans", "--older-than", "1d")
+        summary = ours(capsys, b, "orphans", "--older-than", "1d")
         assert before - a.files() == {"main/t/ducklake-orphan-old.parquet", "main/stray.parquet", "junk.parquet"}
         assert before - b.files() == (before - a.files()) | {"main/t/orphan-dv.puffin"}  # DuckDB skips Puffin
         assert summary["files_deleted"] == 4
@@ -271,7 +273,7 @@ def test_expire_cleanup_orphans_match_duckdb(backend: str, tmp_path: Path, reque
         state = (b.rows(), b.files())
         verbs = (["expire", "--older-than", cut.isoformat()], ["cleanup", "--all"], ["orphans", "--older-than", "1d"])
         for verb in verbs:
-            again = ours(b, *verb)
+            again = ours(capsys, b, *verb)
             assert again["snapshots_expired"] == again["files_scheduled"] == again["files_deleted"] == 0, verb
         assert (b.rows(), b.files()) == state
 

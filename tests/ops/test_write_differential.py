@@ -22,6 +22,7 @@ from ducklake_cli.ops.create import create_catalog
 from ducklake_cli.ops.write import WriteResult, run_write
 from tests.support.oracle import oracle_connect
 from tests.support.spot import ORACLE_BACKENDS, Spot
+from tests.support.tiers import FULL, backend_params
 
 if TYPE_CHECKING:
     import duckdb
@@ -153,6 +154,10 @@ def our_rows(env: Env, table: str) -> list[tuple[Any, ...]]:
 
 
 backends = pytest.mark.parametrize("spot", ORACLE_BACKENDS, indirect=True)
+# Writes whose catalog rows go through no backend hook (the same SQL on every catalog): SQLite in the default tier,
+# every catalog in the full tier (tests/support/tiers.py). Inlined rows, every type, overwrite and DuckDB writing on
+# our tables stay on every catalog.
+sqlite_by_default = pytest.mark.parametrize("spot", backend_params(ORACLE_BACKENDS), indirect=True)
 
 
 @backends
@@ -171,7 +176,7 @@ def test_every_primitive_type(env: Env) -> None:
     assert (types["i8"], types["dec38"], types["tstz"]) == ("TINYINT", "DECIMAL(38,10)", "TIMESTAMP WITH TIME ZONE")
 
 
-@backends
+@sqlite_by_default
 def test_nested_types(env: Env) -> None:
     src = env.parquet("nested", NESTED)
     env.write("nested", src)
@@ -182,7 +187,7 @@ def test_nested_types(env: Env) -> None:
     assert con.execute("SELECT count(*) FROM lake.main.nested WHERE st.c[2] = 5").fetchone() == (1,)
 
 
-@backends
+@sqlite_by_default
 def test_nan_infinity_and_negative_zero(env: Env) -> None:
     src = env.parquet("floats", FLOATS)
     env.write("floats", src, inline=False)
@@ -215,7 +220,7 @@ def test_small_writes_are_inlined_like_duckdb(env: Env) -> None:
     assert con.execute("SELECT min(rowid), max(rowid) FROM lake.main.t").fetchone() == (0, 21)
 
 
-@backends
+@sqlite_by_default
 def test_empty_input(env: Env) -> None:
     src = env.parquet("empty", "SELECT * FROM (" + PRIMITIVES + ") WHERE false")
     created = env.write("e", src, mode="create")
@@ -227,7 +232,7 @@ def test_empty_input(env: Env) -> None:
     assert len(con.execute("DESCRIBE lake.main.e").fetchall()) == 16
 
 
-@backends
+@sqlite_by_default
 def test_partitioned_identity_day_and_bucket_match_duckdb(env: Env) -> None:
     src = env.parquet("events", EVENTS)
     env.write("ours", src, partition_by=["region", "day(ts)", "bucket(4, id)"], mode="create")
@@ -258,7 +263,7 @@ def test_partitioned_identity_day_and_bucket_match_duckdb(env: Env) -> None:
     assert any(p.startswith("region=__HIVE_DEFAULT_PARTITION__/") for p in paths)
 
 
-@backends
+@sqlite_by_default
 def test_month_partition_and_file_rotation(env: Env) -> None:
     src = env.parquet("events", EVENTS)
     env.write("m", src, partition_by=["month(dt)"], mode="create")
@@ -326,7 +331,7 @@ def test_duckdb_appends_deletes_updates_and_checkpoints_our_tables(env: Env) -> 
     assert_snapshots_parse(con)
 
 
-@backends
+@sqlite_by_default
 def test_append_after_duckdb_add_and_rename_column(env: Env) -> None:
     src = env.parquet("events", EVENTS)
     env.write("ev", src)
@@ -349,7 +354,7 @@ def test_append_after_duckdb_add_and_rename_column(env: Env) -> None:
     assert_filters_agree(con, "lake.main.ev", expected)
 
 
-@backends
+@sqlite_by_default
 def test_append_casts_promotions_and_refuses_the_rest(env: Env) -> None:
     base = env.parquet("base", "SELECT i::BIGINT AS id, i::DOUBLE AS x, i::DECIMAL(12, 3) AS d FROM range(30) t(i)")
     env.write("p", base)
@@ -376,7 +381,7 @@ def test_append_casts_promotions_and_refuses_the_rest(env: Env) -> None:
     assert con.execute("SELECT count(*) FROM lake.main.p").fetchone() == (90,)
 
 
-@backends
+@sqlite_by_default
 def test_write_from_a_time_travel_query_into_a_new_schema(env: Env) -> None:
     src = env.parquet("events", EVENTS)
     first = env.write("ev", src)
@@ -398,6 +403,7 @@ def r_table_id(con: duckdb.DuckDBPyConnection, name: str) -> int:
                            {"n": name}).fetchone()[0])
 
 
+@FULL
 @pytest.mark.parametrize("spot", ["duckdb", "postgres"], indirect=True)
 def test_millions_of_rows(env: Env) -> None:
     """The big-write scenario on the other two oracle backends, at 3 million rows (SQLite's 10 million, with the
