@@ -511,23 +511,27 @@ def writes(s: Settings, work: Path, spark: SparkSession, spark_lake: Callable[[P
     lake = spark_lake(ours_cat)
     counter = iter(range(1000))
 
-    def ours() -> int:
-        return run_write(lake, f"t{next(counter)}", source=[str(src)], mode="create").rows
+    def ours() -> dict[str, int]:
+        got = run_write(lake, f"t{next(counter)}", source=[str(src)], mode="create")
+        return {"rows": got.rows, "files": got.files}
 
     def floor() -> None:
         target = work / "write" / "floor"
         spark.read.parquet(str(src)).write.mode("overwrite").parquet(str(target))
 
-    def duck() -> None:
+    def duck() -> dict[str, int]:
         name = f"t{next(counter)}"
         # Like `--mode create`: the table is created in the same timed step as the load.
         con.execute(f"CREATE TABLE lake.{name} AS SELECT * FROM read_parquet({bd.quote(str(src))}) LIMIT 0")
         con.execute(f"INSERT INTO lake.{name} SELECT * FROM read_parquet({bd.quote(str(src))})")
+        return {"files": len(bd.lake_files(con, "lake", name))}
 
-    stats, _ = rounds({"ours": ours, "floor": floor, "duckdb": duck}, s.reps)
+    stats, outputs = rounds({"ours": ours, "floor": floor, "duckdb": duck}, s.reps)
     con.close()
-    log(f"  write: {_summary(stats)}")
-    return {"rows": s.write_rows, "columns": 10, "source_bytes": src.stat().st_size, **stats}
+    # Files each engine's first run wrote (DuckDB's: one until `target_file_size`, 512 MiB).
+    files = {engine: out["files"] for engine, out in outputs.items() if isinstance(out, dict) and "files" in out}
+    log(f"  write: {_summary(stats)}; files: {files}")
+    return {"rows": s.write_rows, "columns": 10, "source_bytes": src.stat().st_size, "files": files, **stats}
 
 
 _NO_JVM_PROBE = """

@@ -353,6 +353,9 @@ def render_markdown(results: Mapping[str, Any], json_name: str, findings: str) -
                 "`spark.read.parquet(src).write.parquet(dir)`; DuckDB = `CREATE TABLE … LIMIT 0` + `INSERT INTO lake.t "
                 "SELECT * FROM read_parquet(src)`.", "",
                 *_engine_rows({"write": w}, ("ours", "floor", "duckdb"), "floor")]
+        if w.get("files"):
+            out += ["", "Data files written: " + ", ".join(f"{engine} {n}" for engine, n in w["files"].items())
+                    + " (DuckDB writes one file until `target_file_size`, 512 MiB by default)."]
     d = results.get("dml")
     if d:
         out += _dml_section(d)

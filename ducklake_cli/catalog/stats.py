@@ -5,10 +5,15 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.types import DECIMAL_TYPE, FLOAT_TYPES, INT_TYPES
+
+if TYPE_CHECKING:
+    from ducklake_cli.catalog.models import LeafStats
 
 # Types DuckDB keeps no min/max for (spec §8.2).
 NO_BOUNDS = frozenset({"int128", "uint128", "timetz", "interval", "geometry", "variant"})
@@ -129,8 +134,108 @@ def merge_bound(old: str | None, new: str | None, ducklake_type: str, *, upper: 
     return (new if b > a else old) if upper else (new if b < a else old)
 
 
-def merge_nan(old: bool | None, new: bool | None) -> bool | None:
-    """contains_nan OR-ed; NULL (unknown) if either side is unknown."""
-    if old is None or new is None:
-        return None
-    return old or new
+
+# ----- table-level stats as DuckDB 1.5.5 keeps them (`DuckLakeColumnStats`) ----------------------------------------
+
+def _bound_key(text: str, ducklake_type: str) -> Any:
+    """How DuckDB orders two stat strings when merging: as values for numbers, times and booleans (NaN above every
+    other float), else as strings; None when unparseable."""
+    if ducklake_type in FLOAT_TYPES:
+        try:
+            value = float(text)
+        except ValueError:
+            return None
+        return (1, 0.0) if math.isnan(value) else (0, value)
+    return stat_key(text, ducklake_type)
+
+
+@dataclass(frozen=True)
+class ColumnStats:
+    """One column's stats as DuckDB merges them into `ducklake_table_column_stats`: each part is known or not
+    (`has_*`), a row read back knows whether it held NULLs but not how many, and inlined rows know no NaN."""
+
+    type: str
+    null_count: int = 0
+    num_values: int = 0  # NULLs included, as Parquet counts them
+    contains_nan: bool = False
+    min: str | None = None
+    max: str | None = None
+    has_null_count: bool = False
+    has_num_values: bool = False
+    has_contains_nan: bool = False
+    any_valid: bool = True
+
+    @classmethod
+    def of_file(cls, st: LeafStats, ducklake_type: str) -> ColumnStats:
+        """A data file's leaf stats (every count known; NaN known for floats only)."""
+        return cls(ducklake_type, st.null_count, st.value_count + st.null_count, bool(st.contains_nan), st.min_value,
+                   st.max_value, True, True, st.contains_nan is not None)
+
+    @classmethod
+    def of_inlined(cls, st: LeafStats, ducklake_type: str) -> ColumnStats:
+        """Inlined rows' stats: NULLs counted, values seen or not, NaN never recorded."""
+        return cls(ducklake_type, st.null_count, 0, False, st.min_value, st.max_value, True, False, False,
+                   st.value_count > 0)
+
+    @classmethod
+    def of_row(cls, ducklake_type: str, contains_null: bool | None, contains_nan: bool | None, lo: str | None,
+               hi: str | None, extra: str | None = None) -> ColumnStats:
+        """A stored `ducklake_table_column_stats` row (DuckDB's `FromGlobalStats`)."""
+        return cls(ducklake_type, 1 if contains_null else 0, 0, bool(contains_nan), lo, hi, contains_null is not None,
+                   False, contains_nan is not None, lo is not None or hi is not None or extra is not None)
+
+    def valid(self) -> bool:
+        """Whether any value is not NULL (DuckDB's `AnyValid`)."""
+        if self.has_num_values and self.has_null_count:
+            return self.num_values > self.null_count
+        return self.any_valid
+
+    def merge(self, new: ColumnStats) -> ColumnStats:
+        """These stats widened by `new` (DuckDB's `MergeStats`): an unknown part stays unknown, and bounds unknown
+        here (read back as NULL) are taken from `new` when there are none to compare with."""
+        out = replace(self, has_null_count=self.has_null_count and new.has_null_count,
+                      null_count=self.null_count + new.null_count,
+                      has_num_values=self.has_num_values and new.has_num_values,
+                      num_values=self.num_values + new.num_values,
+                      has_contains_nan=self.has_contains_nan and new.has_contains_nan,
+                      contains_nan=self.contains_nan or new.contains_nan)
+        if not new.valid():
+            return out
+        if not self.valid():
+            return replace(out, min=new.min, max=new.max, any_valid=True)
+        return replace(out, min=self._wider(self.min, new.min, upper=False),
+                       max=self._wider(self.max, new.max, upper=True))
+
+    def _wider(self, old: str | None, new: str | None, *, upper: bool) -> str | None:
+        if old is None or new is None:
+            return None
+        a, b = _bound_key(old, self.type), _bound_key(new, self.type)
+        if a is None or b is None:
+            return None
+        return new if (b > a if upper else b < a) else old
+
+    def row(self) -> dict[str, Any]:
+        """The `ducklake_table_column_stats` values (contains_null, contains_nan, min_value, max_value)."""
+        return {"contains_null": self.null_count > 0 if self.has_null_count else None,
+                "contains_nan": self.contains_nan if self.has_contains_nan else None,
+                "min_value": self.min, "max_value": self.max}
+
+
+def joined_file_stats(parts: Sequence[LeafStats], ducklake_type: str) -> LeafStats:
+    """One leaf's stats over a file joined from files with `parts` stats (`engine/parquet_stitch.py`): counts and
+    sizes added, bounds the widest of the parts that have one (a part of NaN or NULL only has none), NaN OR-ed."""
+    from ducklake_cli.catalog.models import LeafStats
+
+    def pick(values: list[str], upper: bool) -> str | None:
+        keyed = [(k, v) for v in values if (k := _bound_key(v, ducklake_type)) is not None]
+        if len(keyed) != len(values) or not keyed:
+            return None
+        return (max if upper else min)(keyed, key=lambda kv: kv[0])[1]
+
+    nans = [p.contains_nan for p in parts if p.contains_nan is not None]
+    sizes = [p.column_size_bytes for p in parts]
+    return LeafStats(parts[0].column_id, sum(p.value_count for p in parts), sum(p.null_count for p in parts),
+                     pick([p.min_value for p in parts if p.min_value is not None], False),
+                     pick([p.max_value for p in parts if p.max_value is not None], True),
+                     any(nans) if nans else None,
+                     None if any(x is None for x in sizes) else sum(x or 0 for x in sizes))

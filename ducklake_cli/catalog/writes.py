@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import and_, select, update
@@ -17,7 +17,7 @@ from ducklake_cli.catalog.changes import quote_name
 from ducklake_cli.catalog.inlined import stored_type
 from ducklake_cli.catalog.models import ColumnInfo, LeafStats, NewDataFile, SchemaInfo, TableInfo
 from ducklake_cli.catalog.paths import uuid7
-from ducklake_cli.catalog.stats import merge_bound, merge_nan
+from ducklake_cli.catalog.stats import ColumnStats
 from ducklake_cli.catalog.transaction import Transaction
 from ducklake_cli.catalog.types import ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN
 
@@ -133,8 +133,9 @@ class TableWrite:
     records: int = 0  # added to ducklake_table_stats.record_count
     new_row_ids: int = 0  # added to next_row_id (files written by an UPDATE advance it too, as DuckDB's do)
     file_bytes: int = 0
-    leaf_stats: list[LeafStats] | None = None
+    leaf_stats: list[LeafStats] | None = None  # of the files added
     wrote_file: bool = False
+    inlined_stats: list[LeafStats] = field(default_factory=list)  # of the rows inlined
 
     @classmethod
     def with_stats(cls, tx: Transaction, table: TableInfo, stats_row: Any, **counters: Any) -> TableWrite:
@@ -157,11 +158,13 @@ class TableWrite:
         return base + self.new_row_ids
 
     def add_files(self, files: Sequence[NewDataFile], *, lineage: tuple[int, int | None] | None = None,
-                  partition_id: int | None = None, change: str = "inserted_into_table") -> list[int]:
+                  partition_id: int | None = None, change: str = "inserted_into_table",
+                  row_id_start: int | None = None) -> list[int]:
         """Register Parquet files: data_file, file_column_stats and file_partition_value rows (spec §5.4).
 
         `lineage=(begin_snapshot, partial_max)` registers rewritten files that embed their rows' ids and
-        snapshots (flush, compaction, rewrite): no new row ids, no table-stats change. Returns the new ids."""
+        snapshots (flush, compaction, rewrite): no new row ids, no table-stats change; `row_id_start` then gives the
+        first row id of a file that embeds none (a merge of files whose row ids follow on). Returns the new ids."""
         tx, t = self.tx, self.table
         pid = partition_id if partition_id is not None else (t.partition.partition_id if t.partition else None)
         ids = []
@@ -173,8 +176,8 @@ class TableWrite:
                 "data_file_id": fid, "table_id": t.table_id, "begin_snapshot": begin, "end_snapshot": None,
                 "file_order": None, "path": f.path, "path_is_relative": True, "file_format": "parquet",
                 "record_count": f.record_count, "file_size_bytes": f.file_size_bytes, "footer_size": f.footer_size,
-                "row_id_start": None if lineage else self.next_row_id, "partition_id": pid, "encryption_key": None,
-                "mapping_id": None, "partial_max": partial_max}])
+                "row_id_start": row_id_start if lineage else self.next_row_id, "partition_id": pid,
+                "encryption_key": None, "mapping_id": None, "partial_max": partial_max}])
             tx.insert(s.file_column_stats_t, [{
                 "data_file_id": fid, "table_id": t.table_id, "column_id": st.column_id,
                 "column_size_bytes": st.column_size_bytes, "value_count": st.value_count,
@@ -219,8 +222,7 @@ class TableWrite:
         self.records += len(values)
         if row_ids is None:
             self.new_row_ids += len(values)
-        assert self.leaf_stats is not None
-        self.leaf_stats.extend(stats)
+        self.inlined_stats.extend(stats)
         if values:
             tx.change("inlined_insert", t.table_id)
 
@@ -275,41 +277,75 @@ class TableWrite:
         self._merge_column_stats()
 
     def _merge_column_stats(self) -> None:
+        """DuckDB's rule: the stored rows merged with the files' stats, then the inlined rows'; a table whose stats
+        row existed before this commit only has its existing column rows updated (a column added since gets none)."""
         tx, t = self.tx, self.table
         types = {leaf.column_id: leaf.type for c in t.columns for leaf in c.leaves()}
-        new: dict[int, tuple[bool, bool | None, str | None, str | None]] = {}
-        assert self.leaf_stats is not None
-        for st in self.leaf_stats:
-            has_null = st.null_count > 0
-            if st.column_id not in new:
-                new[st.column_id] = (has_null, st.contains_nan, st.min_value, st.max_value)
-                continue
-            n, nan, lo, hi = new[st.column_id]
-            new[st.column_id] = (n or has_null, merge_nan(nan, st.contains_nan),
-                                 _merge_known(lo, st.min_value, st.value_count, types[st.column_id], upper=False),
-                                 _merge_known(hi, st.max_value, st.value_count, types[st.column_id], upper=True))
         tcs = s.table_column_stats_t
         existing = {r.column_id: r for r in tx.execute(select(tcs).where(tcs.c.table_id == t.table_id))}
-        for cid, (has_null, nan, lo, hi) in new.items():
-            old = existing.get(cid)
-            if old is None:
-                tx.insert(tcs, [{"table_id": t.table_id, "column_id": cid, "contains_null": has_null,
-                                 "contains_nan": nan, "min_value": lo, "max_value": hi, "extra_stats": None}])
+        initialized = self._stats_row is not None
+        merged: dict[int, ColumnStats] = {}
+        if initialized:
+            merged = {cid: ColumnStats.of_row(types.get(cid, ""), r.contains_null, r.contains_nan, r.min_value,
+                                              r.max_value, r.extra_stats) for cid, r in existing.items()}
+        assert self.leaf_stats is not None
+        news = [(st.column_id, ColumnStats.of_file(st, types[st.column_id])) for st in self.leaf_stats
+                if st.column_id in types]
+        news += [(st.column_id, ColumnStats.of_inlined(st, types[st.column_id])) for st in self.inlined_stats
+                 if st.column_id in types]
+        for cid, new in news:
+            merged[cid] = merged[cid].merge(new) if cid in merged else new
+        for cid in dict.fromkeys(cid for cid, _ in news):
+            stats = merged[cid]
+            if initialized and cid not in existing:
                 continue
-            typ = types[cid]
-            tx.execute(update(tcs).where(and_(tcs.c.table_id == t.table_id, tcs.c.column_id == cid)).values(
-                contains_null=bool(old.contains_null) or has_null, contains_nan=merge_nan(old.contains_nan, nan),
-                min_value=merge_bound(old.min_value, lo, typ, upper=False) if lo is not None else old.min_value,
-                max_value=merge_bound(old.max_value, hi, typ, upper=True) if hi is not None else old.max_value))
+            if cid in existing:
+                tx.execute(update(tcs).where(and_(tcs.c.table_id == t.table_id, tcs.c.column_id == cid))
+                           .values(**stats.row()))
+            else:
+                tx.insert(tcs, [{"table_id": t.table_id, "column_id": cid, **stats.row(), "extra_stats": None}])
 
 
-def _merge_known(a: str | None, b: str | None, b_values: int, typ: str, *, upper: bool) -> str | None:
-    # Within one commit, a side without values (all NULL) has no bound to contribute.
-    if b_values == 0:
-        return a
-    if a is None:
-        return b
-    return merge_bound(a, b, typ, upper=upper)
+def recompute_after_rewrite(tx: Transaction, table: TableInfo) -> None:
+    """After a rewrite of files with deletes (staged): when no deleted or inlined row is left in the table, its
+    table stats are recomputed from its live files' stats, as DuckDB 1.5.5 does (record count, bytes and each
+    existing column row; next_row_id kept). With inlined rows left they stay as they were (DuckDB folds those in
+    from the inlined tables; see COMPATIBILITY)."""
+    ts, tcs, df, dl = s.table_stats_t, s.table_column_stats_t, s.data_file_t, s.delete_file_t
+    tid = table.table_id
+    if tx.execute(select(ts.c.table_id).where(ts.c.table_id == tid)).first() is None:
+        return
+    live = tx.execute(select(df.c.data_file_id, df.c.record_count, df.c.file_size_bytes).where(
+        and_(df.c.table_id == tid, df.c.end_snapshot.is_(None))).order_by(df.c.data_file_id)).all()
+    ids = [int(r.data_file_id) for r in live]
+    gross = sum(int(r.record_count) for r in live)
+    deleted = sum(int(n or 0) for (n,) in tx.execute(select(dl.c.delete_count).where(and_(
+        dl.c.table_id == tid, dl.c.end_snapshot.is_(None), dl.c.data_file_id.in_(ids)))).all()) if ids else 0
+    inline_deleted = tx.reader.inlined_deletes(tx.snapshot_id, tid)
+    deleted += sum(n for fid, n in inline_deleted.items() if fid in set(ids))
+    q = tx.backend.qualify
+    inlined = sum(int(tx.execute_text(f"SELECT count(*) FROM {q(i.table_name)} WHERE end_snapshot IS NULL")
+                      .scalar() or 0) for i in table.inlined_tables if i.table_name in tx.reader.table_names())
+    if deleted or inlined:
+        return
+    types = {leaf.column_id: leaf.type for c in table.columns for leaf in c.leaves()}
+    fcs = s.file_column_stats_t
+    merged: dict[int, ColumnStats] = {}
+    if ids:
+        for r in tx.execute(select(fcs).where(and_(fcs.c.table_id == tid, fcs.c.data_file_id.in_(ids)))
+                            .order_by(fcs.c.data_file_id)).all():
+            typ = types.get(int(r.column_id))
+            if typ is None:
+                continue
+            known = r.value_count is not None and r.null_count is not None
+            new = ColumnStats(typ, int(r.null_count or 0), int(r.value_count or 0) + int(r.null_count or 0),
+                              bool(r.contains_nan), r.min_value, r.max_value, known, known, r.contains_nan is not None)
+            merged[int(r.column_id)] = merged[int(r.column_id)].merge(new) if int(r.column_id) in merged else new
+    tx.execute(update(ts).where(ts.c.table_id == tid).values(
+        record_count=gross, file_size_bytes=sum(int(r.file_size_bytes) for r in live)))
+    for (cid,) in tx.execute(select(tcs.c.column_id).where(tcs.c.table_id == tid)).all():
+        stats = merged.get(int(cid), ColumnStats(types.get(int(cid), ""), has_null_count=False, any_valid=False))
+        tx.execute(update(tcs).where(and_(tcs.c.table_id == tid, tcs.c.column_id == cid)).values(**stats.row()))
 
 
 def schedule_for_deletion(tx: Transaction, files: Sequence[tuple[int, str, bool]]) -> None:

@@ -72,7 +72,13 @@ class FileSpec:
     subdir: str = ""  # directory (relative to table_dir, ending in /) for files of unpartitioned specs
     table: str = ""  # the table's qualified name, for messages
     job: str = ""  # 8 hex digits every file name of one write job carries (`job_file`), "" for none
+    ordinal: bool = False  # rows come with a trailing BIGINT giving their input order (not written; see `first`)
     storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def rotates(self) -> bool:
+        """Whether files are cut at `target_file_size`: DuckDB cuts unpartitioned writes only."""
+        return not self.keys
 
     @property
     def by_duckdb(self) -> bool:
@@ -173,13 +179,24 @@ class _Bounds:
 
 
 def data_stats(table: pa.Table, leaves: Sequence[Leaf]) -> tuple[LeafStats, ...]:
-    """Leaf stats computed from data alone (inlined rows, which have no Parquet footer)."""
+    """Leaf stats of inlined rows (no Parquet footer), as DuckDB computes them: NaN is not recorded but orders above
+    every other float (a float leaf holding one has max `nan`), and booleans are `false`/`true` (a file's are 0/1)."""
+    import dataclasses
+
     out = []
     for leaf in leaves:
         b = _Bounds(leaf)
         for chunk in table.column(leaf.path[0]).chunks:
             b.add(leaf_array(chunk, leaf.path[1:]))
-        out.append(b.stats())
+        st = b.stats()
+        if leaf.type in FLOAT_TYPES:
+            st = dataclasses.replace(st, contains_nan=None, max_value="nan" if b.nan else st.max_value,
+                                     min_value="nan" if b.nan and st.min_value is None else st.min_value)
+        elif leaf.type == "boolean":
+            words = {"0": "false", "1": "true"}
+            st = dataclasses.replace(st, min_value=words.get(st.min_value or "", st.min_value),
+                                     max_value=words.get(st.max_value or "", st.max_value))
+        out.append(st)
     return tuple(out)
 
 
@@ -253,6 +270,7 @@ class _OpenFile:
         self.pending: list[pa.RecordBatch] = []
         self.pending_rows = 0
         self.rows = 0
+        self.first: int | None = None  # the smallest input ordinal of its rows (`FileSpec.ordinal`)
         self.bounds = [_Bounds(leaf) for leaf in spec.leaves]
 
     def _open(self) -> None:
@@ -312,7 +330,7 @@ class _OpenFile:
 
     @property
     def full(self) -> bool:
-        return self.sink is not None and self.sink.size >= self.spec.target_file_size
+        return self.spec.rotates and self.sink is not None and self.sink.size >= self.spec.target_file_size
 
     def abort(self) -> None:
         """Give up the file: close the stream unfinished and delete what was written of it."""
@@ -428,7 +446,8 @@ def duck_copy_sql(spec: FileSpec, source: str, target: str) -> str:
     exprs = [f"{expr} AS {col}" for col, expr, _ in _duck_exprs(spec)]
     options = [
         "FORMAT parquet", "RETURN_STATS", f"FIELD_IDS {_field_ids([(f.name, f) for f in spec.schema])}",
-        f"FILE_SIZE_BYTES {spec.target_file_size}", f"ROW_GROUP_SIZE {spec.row_group_size}",
+        *([f"FILE_SIZE_BYTES {spec.target_file_size}"] if spec.rotates else []),
+        f"ROW_GROUP_SIZE {spec.row_group_size}",
         f"COMPRESSION {_lit(spec.compression)}", "FILENAME_PATTERN 'part_{i}'",
     ]
     if spec.compression_level is not None:
@@ -485,6 +504,7 @@ class _DuckFile:
     writes each type as DuckLake does and rotates files at the target size itself)."""
 
     full = False
+    pending_rows = 0
 
     def __init__(self, spec: FileSpec, rel_path: str, key_values: tuple[str | None, ...]) -> None:
 
@@ -494,6 +514,7 @@ class _DuckFile:
         self.tmp = tempfile.mkdtemp(prefix="ducklake-write-")
         self.spool = os.path.join(self.tmp, "spool.arrows")
         self.stream: Any = None
+        self.first: int | None = None
 
     def takes(self, batch: pa.RecordBatch) -> bool:
         return True
@@ -598,42 +619,70 @@ def _hive_dir(spec: FileSpec, values: tuple[str | None, ...]) -> str:
 # ----- the mapInArrow entry point ------------------------------------------------------------------------------
 
 def write_batches(batches: Iterator[pa.RecordBatch], spec: FileSpec) -> Iterator[pa.RecordBatch]:
-    """Write every row of a Spark task to Parquet files under `spec.table_dir`; yield one JSON row per file. A task
-    that fails removes the files it wrote, and raises our errors as themselves (`errors.from_executor`)."""
+    """Write every row of a Spark task to Parquet files under `spec.table_dir`; yield one JSON row per file (with
+    `first`, its rows' smallest input ordinal, and `full`, whether it was cut at the target size). A task that fails
+    removes the files it wrote, and raises our errors as themselves (`errors.from_executor`)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     open_files: dict[tuple[str | None, ...], _OpenFile | _DuckFile] = {}
-    done: list[NewDataFile] = []
+    done: list[tuple[NewDataFile, int | None, bool]] = []
+
+    def close(values: tuple[str | None, ...], *, full: bool) -> None:
+        f = open_files.pop(values)
+        files = f.close()
+        done.extend((d, f.first, full or i < len(files) - 1) for i, d in enumerate(files))
+
     try:
         for raw in batches:
             if raw.num_rows == 0:
                 continue
+            ordinals = None
+            if spec.ordinal:
+                ordinals = raw.column(raw.num_columns - 1)
+                raw = raw.select(list(range(raw.num_columns - 1)))
             table = pa.Table.from_batches([raw]).rename_columns(spec.schema.names)
             check_not_null(table, [leaf.path[0] for leaf in spec.leaves if leaf.not_null], spec.table)
             if not spec.by_duckdb:  # DuckDB casts each column itself, from the form Spark or the catalog gives it in
                 table = cast_batch(table, spec.schema, {leaf.path[0]: leaf.type for leaf in spec.leaves
                                                          if len(leaf.path) == 1}, spec.table)
+            if ordinals is not None:
+                table = table.append_column("__ducklake_ordinal", ordinals)
             for batch in table.to_batches(max_chunksize=spec.row_group_size):  # rotation is checked per row group
-                for values, part in split_partitions(batch, spec.keys):
-                    f = open_files.get(values)
-                    if f is not None and not f.takes(part):
-                        done.extend(open_files.pop(values).close())
-                        f = None
-                    if f is None:
-                        cls = _DuckFile if spec.by_duckdb else _OpenFile
-                        f = open_files[values] = cls(spec, _hive_dir(spec, values) + data_file_name(spec.job), values)
-                    f.add(part)
-                    if f.full:
-                        done.extend(open_files.pop(values).close())
-        while open_files:
-            done.extend(open_files.popitem()[1].close())
+                for values, rows in split_partitions(batch, spec.keys):
+                    first = None
+                    if ordinals is not None:
+                        first = pc.min(rows.column(rows.num_columns - 1)).as_py()
+                        rows = rows.select(list(range(rows.num_columns - 1)))
+                    done_rows = 0
+                    while done_rows < rows.num_rows:  # pieces that end where a row group ends, as files are cut there
+                        f = open_files.get(values)
+                        room = spec.row_group_size - (f.pending_rows if f is not None else 0)
+                        part = rows.slice(done_rows, room)
+                        if f is not None and not f.takes(part):
+                            close(values, full=False)
+                            f = None
+                        if f is None:
+                            cls = _DuckFile if spec.by_duckdb else _OpenFile
+                            f = open_files[values] = cls(spec, _hive_dir(spec, values) + data_file_name(spec.job),
+                                                         values)
+                            part = rows.slice(done_rows, spec.row_group_size)
+                        if first is not None and (f.first is None or first < f.first):
+                            f.first = first
+                        f.add(part)
+                        done_rows += part.num_rows
+                        if f.full:
+                            close(values, full=True)
+        for values in list(open_files):
+            close(values, full=False)
     except BaseException:
         for f in open_files.values():
             f.abort()
-        _remove(spec, [d.path for d in done])
+        _remove(spec, [d.path for d, _, _ in done])
         raise
     if done:
-        yield pa.RecordBatch.from_arrays([pa.array([file_to_json(d) for d in done], pa.string())], ["file"])
+        rows = [json.dumps({**json.loads(file_to_json(d)), "first": first, "full": full}) for d, first, full in done]
+        yield pa.RecordBatch.from_arrays([pa.array(rows, pa.string())], ["file"])
 
 
 def _remove(spec: FileSpec, rel_paths: Sequence[str]) -> None:

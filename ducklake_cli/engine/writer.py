@@ -4,6 +4,7 @@ a table are in engine/ingest.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -304,27 +305,36 @@ def sort_arrow(table: pa.Table, keys: Sequence[SortKey], what: str) -> pa.Table:
     return table.take([p for (p,) in picked])
 
 
+# Parts to join up to this many bytes in all are joined by the driver itself, more by a Spark job.
+DRIVER_JOIN_BYTES = 32 << 20
+_ORDINAL = "__ducklake_ordinal"
+
+
 def write_files(df: DataFrame, spec: FileSpec, *, single_file: bool = False,
                 sort: Sequence[Column] = ()) -> list[NewDataFile]:
-    """Run the Spark job writing `df` (already conformed) as Parquet under `spec.table_dir` (`single_file`: one
-    task, so one output file up to the target size — compaction). `sort`: the table's sort order, over all files
-    in file order (as DuckDB sorts an insert), or within each partition's files when partitioned.
-    A job that fails leaves no file behind, and a value the executors refuse (`executor_error`) is one line naming
-    the table."""
-    import dataclasses
+    """Run the Spark job writing `df` (already conformed) as Parquet under `spec.table_dir`, in the files DuckDB
+    would write: an unpartitioned write is one stream of files cut at the target size, a partitioned one a file per
+    partition in the order its first row came (`single_file`: one task and one file, for compaction). Each task
+    writes its own parts; the parts below the target are then joined (`plan_joins`, `engine/parquet_stitch.py`).
+    `sort`: the table's sort order, over all files in file order (as DuckDB sorts an insert), or within each
+    partition's file when partitioned. A job that fails leaves no file behind, and a value the executors refuse
+    (`executor_error`) is one line naming the table."""
     import secrets
 
     from ducklake_cli.engine.session import executor_error
 
-    spec = dataclasses.replace(spec, job=secrets.token_hex(4))
+    spec = dataclasses.replace(spec, job=secrets.token_hex(4), ordinal=bool(spec.keys) and not single_file)
     if single_file:
         df = df.coalesce(1)
         if sort:
             df = df.sortWithinPartitions(*sort)
     elif spec.keys:
-        df = df.repartition(*partition_exprs(df, spec.keys))
-        if sort:
-            df = df.sortWithinPartitions(*sort)
+        from pyspark.sql import functions as F
+
+        # Rows keep their input order within a partition's file (a tie-breaker after the sort keys), and files
+        # their partition's first row's place, as DuckDB writes them.
+        df = df.withColumn(_ORDINAL, F.monotonically_increasing_id())
+        df = df.repartition(*partition_exprs(df, spec.keys)).sortWithinPartitions(*sort, F.col(_ORDINAL))
     elif sort:
         df = df.orderBy(*sort)  # range partitions in order, so files (and row ids) follow the sort
     # PySpark's mapInArrow resolves each column by name (`df["a.b"]` reads as a struct field): positional names;
@@ -332,14 +342,110 @@ def write_files(df: DataFrame, spec: FileSpec, *, single_file: bool = False,
     df = df.toDF(*[f"_c{i}" for i in range(len(df.columns))])
     out = df.mapInArrow(functools.partial(write_batches, spec=spec), "file string")
     try:
-        rows = out.collect()
+        parts = [Part.from_json(r[0], i) for i, r in enumerate(out.collect())]
+        return join_parts(df.sparkSession, spec, plan_joins(parts, spec))
     except Exception as exc:
         remove_job_files(spec)
         known = executor_error(exc, table=spec.table)
         if known is not None:
             raise known from exc
         raise
-    return [file_from_json(r[0]) for r in rows]
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """A file one task wrote: its description, the smallest input ordinal of its rows (partitioned writes), whether
+    it was cut at the target size, and its place in the job's output."""
+
+    file: NewDataFile
+    first: int | None
+    full: bool
+    index: int
+
+    @classmethod
+    def from_json(cls, text: str, index: int) -> Part:
+        """A part from `write_batches`' JSON row."""
+        import json
+
+        d = json.loads(text)
+        return cls(file_from_json(text), d.get("first"), bool(d.get("full")), index)
+
+
+def plan_joins(parts: Sequence[Part], spec: FileSpec) -> list[list[Part]]:
+    """The files DuckDB would have written, each as the parts that make it up, in file order. Partitioned: one file
+    per partition, ordered by its first row. Unpartitioned: the parts in task order, as one stream: a part cut at the
+    target size stays a file, and consecutive smaller ones are joined until a file reaches the target, so rows keep
+    their order (a sorted insert's too) and only a run of small parts before a cut one stays below the target."""
+    if spec.keys:
+        by_key: dict[tuple[str | None, ...], list[Part]] = {}
+        for p in sorted(parts, key=lambda p: (p.first if p.first is not None else -1, p.index)):
+            by_key.setdefault(p.file.partition_values, []).append(p)
+        return list(by_key.values())
+    out: list[list[Part]] = []
+    run: list[Part] = []
+    size = 0
+    for p in sorted(parts, key=lambda p: p.index):
+        if p.full:
+            out.append([p])
+            run, size = [], 0
+            continue
+        if not run:
+            out.append(run)
+        run.append(p)
+        size += p.file.file_size_bytes
+        if size >= spec.target_file_size:
+            run, size = [], 0
+    return out
+
+
+def join_on_driver(spec: FileSpec, size: int) -> bool:
+    """Whether parts of `size` bytes in all are joined here rather than by a Spark job: small joins, and any on the
+    local file system (the kernel copies there, nothing passes through Python), cost less than a job."""
+    from ducklake_cli.storage.files import split_protocol
+
+    return split_protocol(spec.table_dir)[0] in ("", "file") or size <= DRIVER_JOIN_BYTES
+
+
+def join_parts(spark: Any, spec: FileSpec, plan: Sequence[Sequence[Part]]) -> list[NewDataFile]:
+    """The files of `plan`: a single part as it is, several joined into a new file (their row groups copied, not
+    re-encoded) and removed; on the driver when small or local, else one Spark task per file."""
+    import json
+    import posixpath
+
+    from ducklake_cli.catalog.stats import joined_file_stats
+    from ducklake_cli.engine.parquet_files import data_file_name
+    from ducklake_cli.engine.parquet_stitch import join_batches, join_here
+
+    jobs = []
+    for group in plan:
+        if len(group) > 1:
+            first = group[0].file.path
+            target = (posixpath.dirname(first) + "/" if "/" in first else "") + data_file_name(spec.job)
+            jobs.append(json.dumps({"target": target, "sources": [p.file.path for p in group]}))
+    done: dict[str, tuple[int, int, str]] = {}
+    if jobs:
+        if join_on_driver(spec, sum(p.file.file_size_bytes for g in plan if len(g) > 1 for p in g)):
+            rows = join_here(jobs, spec)
+        else:
+            frame = spark.createDataFrame([(j,) for j in jobs], "job string").repartition(len(jobs))
+            rows = [r[0] for r in frame.mapInArrow(functools.partial(join_batches, spec=spec),
+                                                   "file string").collect()]
+        for row in rows:
+            d = json.loads(row)
+            done[d["sources"][0]] = (d["size"], d["footer"], d["target"])
+    types = {leaf.column_id: leaf.type for leaf in spec.leaves}
+    files = []
+    for group in plan:
+        if len(group) == 1:
+            files.append(group[0].file)
+            continue
+        size, footer, target = done[group[0].file.path]
+        stats = tuple(joined_file_stats([p.file.stats[i] for p in group], types[st.column_id])
+                      for i, st in enumerate(group[0].file.stats))
+        files.append(dataclasses.replace(group[0].file, path=target, record_count=sum(p.file.record_count
+                                                                                      for p in group),
+                                         file_size_bytes=size, footer_size=footer, stats=stats))
+    return files
 
 
 def remove_job_files(spec: FileSpec) -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ducklake_cli.catalog.models import DataFile, NewDataFile, SchemaInfo, SortKey, TableInfo
 from ducklake_cli.catalog.partitions import hive_dir, hive_key_aliases, hive_key_names, hive_value
 from ducklake_cli.catalog.paths import file_path, relative_to_root, table_dir
-from ducklake_cli.catalog.types import SNAPSHOT_ID_COLUMN
+from ducklake_cli.catalog.types import ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN
 from ducklake_cli.errors import CommitConflictError, UsageError
 from ducklake_cli.ops.maintenance import FileAction, MaintenanceReport, Plan
 from ducklake_cli.ops.tables import MaintenanceContext, file_spec, maintenance_context, parse_size, pick_tables
@@ -87,6 +87,16 @@ def _definition_for(versions: list[tuple[int, TableInfo]], begin_snapshot: int) 
         if begin <= begin_snapshot:
             chosen = t
     return chosen
+
+
+def _adjacent(g: FileGroup, scan_order: Sequence[int]) -> bool:
+    """Whether a compaction group's files, read in `scan_order`, hold consecutive row ids (and are not re-sorted)."""
+    if g.sort_keys or list(scan_order) != [f.data_file_id for f in g.files]:
+        return False
+    for prev, f in zip(g.files, g.files[1:], strict=False):
+        if prev.row_id_start is None or f.row_id_start != prev.row_id_start + prev.record_count:
+            return False
+    return g.files[0].row_id_start is not None
 
 
 def _subdir(g: FileGroup, *, hive: bool) -> str:
@@ -176,19 +186,23 @@ class _RewritePlan(Plan):
         # A rewritten file embeds row ids only: its rows are as new as the rewrite (begin_snapshot), so that a later
         # merge of it does not show them again at snapshots where the retired file still does (as in DuckDB).
         merge = self.verb == "compact"
-        spec = file_spec(lake, self.ctx.meta, table_dir=self._dir(g), columns=g.table.columns, lineage=merge,
-                         row_ids=not merge, table_id=g.table.table_id, schema_id=g.schema.schema_id,
-                         table=g.table.qualified_name)
-        spec = dataclasses.replace(spec, subdir=_subdir(g, hive=spec.hive))
-        if merge:  # one output per group, however the sizes came out
-            spec = dataclasses.replace(spec, target_file_size=1 << 62)
+        # DuckDB's merge of files whose row ids follow on from each other embeds no row ids: the new file starts
+        # where the first did (`adjacent`).
+        adjacent = merge and _adjacent(g, [f.data_file_id for f in plan.files])
+        spec = file_spec(lake, self.ctx.meta, table_dir=self._dir(g), columns=g.table.columns,
+                         lineage=merge and not adjacent, row_ids=not merge, snapshot_ids=adjacent,
+                         table_id=g.table.table_id, schema_id=g.schema.schema_id, table=g.table.qualified_name)
+        # One output per group, however the sizes came out: DuckDB's compactions do not cut files.
+        spec = dataclasses.replace(spec, subdir=_subdir(g, hive=spec.hive), target_file_size=1 << 62)
         spark = lake.spark()
         with spark_errors():
             df = scan(spark, plan, with_lineage=True)
             if not merge:
                 df = df.drop(SNAPSHOT_ID_COLUMN)
+            elif adjacent:
+                df = df.drop(ROW_ID_COLUMN)
             sort = sort_orders(df, g.table.columns, g.sort_keys, f"{g.schema.name}.{g.table.name}")
-            files = write_files(df, spec, single_file=merge, sort=sort)
+            files = write_files(df, spec, single_file=True, sort=sort)
         return [dataclasses.replace(f, partition_values=g.partition_values) for f in files]
 
     def apply(self, lake: Lake) -> MaintenanceReport:
@@ -243,7 +257,9 @@ class CompactPlan(_RewritePlan):
             tw = TableWrite(tx, g.table)
             begin = min(f.begin_snapshot for f in g.files)
             partial = max(max(f.begin_snapshot, f.partial_max or 0) for f in g.files)
-            tw.add_files(files, lineage=(begin, partial), partition_id=g.partition_id, change="merge_adjacent")
+            start = g.files[0].row_id_start if _adjacent(g, [f.data_file_id for f in g.files]) else None
+            tw.add_files(files, lineage=(begin, partial), partition_id=g.partition_id, change="merge_adjacent",
+                         row_id_start=start)
             remove_data_files(tx, table_id, [f.data_file_id for f in g.files])
             schedule_for_deletion(tx, [(f.data_file_id, *relative_to_root(file_path(self._dir(g), f),
                                                                          self.ctx.data_path)) for f in g.files])
@@ -255,11 +271,12 @@ class RewritePlan(_RewritePlan):
     verb = "rewrite"
 
     def _reason(self, g: FileGroup) -> str:
-        f = g.files[0]
-        return f"{g.deleted_rows} of {f.record_count} rows deleted"
+        rows = sum(f.record_count for f in g.files)
+        return f"{g.deleted_rows} of {rows} rows deleted" + (f", with {len(g.files) - 1} other file(s)"
+                                                              if len(g.files) > 1 else "")
 
     def _commit(self, tx: Transaction, *, table_id: int, done: list[tuple[FileGroup, list[NewDataFile]]]) -> None:
-        from ducklake_cli.catalog.writes import TableWrite, end_data_files
+        from ducklake_cli.catalog.writes import TableWrite, end_data_files, recompute_after_rewrite
 
         self._check(tx, table_id, [g for g, _ in done])
         for g, files in done:
@@ -267,6 +284,7 @@ class RewritePlan(_RewritePlan):
                                               change="rewrite_delete")
             end_data_files(tx, table_id, [f.data_file_id for f in g.files])
             tx.change("rewrite_delete", table_id)
+        recompute_after_rewrite(tx, done[0][0].table)
 
 
 # ----- planning ----------------------------------------------------------------------------------------------------
@@ -290,6 +308,20 @@ def _matches(t: TableInfo, values: dict[int, str | None], wanted: dict[str, str 
     fields = t.partition.fields
     keys = hive_key_aliases({c.column_id: c.name for c in t.columns}, [(f.column_id, f.transform) for f in fields])
     return all(k in keys and values.get(fields[keys[k]].key_index) == v for k, v in wanted.items())
+
+
+def adjacent_runs(files: Sequence[DataFile], target: int) -> list[list[DataFile]]:
+    """Consecutive files (each below `target`) cut as DuckDB's `ducklake_merge_adjacent_files` cuts them: a run takes
+    files while its size is below the target, so each run but the last reaches it with its last file."""
+    runs: list[list[DataFile]] = []
+    size = target
+    for f in files:
+        if size >= target:
+            runs.append([])
+            size = 0
+        runs[-1].append(f)
+        size += f.file_size_bytes
+    return runs
 
 
 def plan_compact(lake: Lake, *, table: str | None = None, max_input_files: int | None = None,
@@ -327,14 +359,7 @@ def plan_compact(lake: Lake, *, table: str | None = None, max_input_files: int |
                 buckets.setdefault(key, []).append(f)
             for (_, pid, pvals), members in buckets.items():
                 definition = _definition_for(versions, members[0].begin_snapshot)
-                # Consecutive files binned by where they start in the running total: at most
-                # ceil(total / target) outputs, each under target + one input file.
-                runs: dict[int, list[DataFile]] = {}
-                total = 0
-                for f in members:
-                    runs.setdefault(total // target, []).append(f)
-                    total += f.file_size_bytes
-                for run in runs.values():
+                for run in adjacent_runs(members, target):
                     if len(run) >= 2 and (budget is None or budget >= 2):
                         take = run if budget is None else run[:budget]
                         groups.append(FileGroup(definition, schema, tuple(take), pid, pvals,
@@ -361,12 +386,20 @@ def plan_rewrite(lake: Lake, *, table: str | None = None, threshold: float | Non
             inlined = r.inlined_deletes(ctx.base_snapshot, t.table_id)
             files = r.data_files(ctx.base_snapshot, [t.table_id])
             values = r.file_partition_values(t.table_id, [f.data_file_id for f in files])
-            for f in files:
+            versions = _versions(r, t, ctx.base_snapshot)
+            # As DuckDB's `ducklake_rewrite_data_files`: the files of one schema version and partition are
+            # rewritten into one file.
+            buckets: dict[tuple[Any, ...], list[tuple[DataFile, int]]] = {}
+            for f in sorted(files, key=lambda f: (f.begin_snapshot, f.row_id_start or 0, f.data_file_id)):
                 gone = deletes.get(f.data_file_id, 0) + inlined.get(f.data_file_id, 0)
                 if f.record_count and gone and gone / f.record_count >= limit:
-                    # The new file starts at the rewrite's snapshot, so it holds today's columns (defaults of
-                    # columns added since filled in), as readers expect of a file that new.
                     pv = values.get(f.data_file_id, {})
-                    groups.append(FileGroup(t, schema, (f,), f.partition_id, tuple(pv[i] for i in sorted(pv)), gone,
-                                            sort_keys=t.sort_keys))
+                    key = (id(_definition_for(versions, f.begin_snapshot)), f.partition_id,
+                           tuple(pv[i] for i in sorted(pv)))
+                    buckets.setdefault(key, []).append((f, gone))
+            for (_, pid, pvals), members in buckets.items():
+                # The new file starts at the rewrite's snapshot, so it holds today's columns (defaults of columns
+                # added since filled in), as readers expect of a file that new.
+                groups.append(FileGroup(t, schema, tuple(f for f, _ in members), pid, pvals,
+                                        sum(gone for _, gone in members), sort_keys=t.sort_keys))
     return RewritePlan(ctx, groups, notes=notes)

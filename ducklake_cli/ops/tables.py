@@ -37,11 +37,13 @@ def parse_size(text: str) -> int:
 
 def file_spec(lake: Lake, meta: LakeMetadata, *, table_dir: str, columns: Sequence[ColumnInfo],
               keys: tuple[PartitionKey, ...] = (), table_id: int | None = None, schema_id: int | None = None,
-              lineage: bool = False, row_ids: bool = False, subdir: str = "", table: str = "") -> FileSpec:
+              lineage: bool = False, row_ids: bool = False, snapshot_ids: bool = False, subdir: str = "",
+              table: str = "") -> FileSpec:
     """How executors write a table's files: Arrow schema with field ids, partition keys and the catalog's Parquet
     options (table scope first). `lineage` adds the embedded row-id and snapshot-id columns of rewritten files,
-    `row_ids` only the row-id column (files of updated rows, as DuckDB writes them); `table`: its qualified name,
-    for the executors' messages."""
+    `row_ids` only the row-id column (files of updated rows, as DuckDB writes them), `snapshot_ids` only the
+    snapshot-id column (merged files whose row ids follow on); `table`: its qualified name, for the executors'
+    messages."""
     import pyarrow as pa
 
     from ducklake_cli.engine.parquet_files import FileSpec
@@ -51,7 +53,7 @@ def file_spec(lake: Lake, meta: LakeMetadata, *, table_dir: str, columns: Sequen
     # Not applied: parquet_version (pyarrow writes 2.6 footers), parquet_row_group_size_bytes (pyarrow cuts row
     # groups by rows only) and per_thread_output (one writer per Spark task anyway).
     fields = [arrow_field(c) for c in columns] + (lineage_fields() if lineage else lineage_fields()[:1] if row_ids
-                                                  else [])
+                                                  else lineage_fields()[1:] if snapshot_ids else [])
     return FileSpec(
         table_dir=table_dir, schema=pa.schema(fields), leaves=leaves(columns),
         keys=keys, table=table,
