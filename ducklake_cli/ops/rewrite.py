@@ -200,7 +200,9 @@ class _RewritePlan(Plan):
             if not merge:
                 df = df.drop(SNAPSHOT_ID_COLUMN)
             elif adjacent:
-                df = df.drop(ROW_ID_COLUMN)
+                # The new file's row ids are its rows' positions, and Spark's file scan does not keep the files'
+                # order (it packs the largest first): put the rows back in row-id order before dropping the ids.
+                df = df.coalesce(1).sortWithinPartitions(ROW_ID_COLUMN).drop(ROW_ID_COLUMN)
             sort = sort_orders(df, g.table.columns, g.sort_keys, f"{g.schema.name}.{g.table.name}")
             files = write_files(df, spec, single_file=True, sort=sort)
         return [dataclasses.replace(f, partition_values=g.partition_values) for f in files]

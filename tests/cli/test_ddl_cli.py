@@ -107,7 +107,7 @@ BAD = [
     ("DROP TABLE othercat.s.t", "too many parts"),
     ("CREATE SCHEMA othercat.x", "too many parts"),
     ("COMMENT ON COLUMN othercat.s.t.a IS 'x'", "schema.]table.column"),
-    ("ALTER TABLE s.t SET PARTITIONED BY (bucket(0, a))", "PARTITIONED BY 'bucket(0, a)': the bucket count"),
+    ("ALTER TABLE s.t SET PARTITIONED BY (bucket(0, a))", "bucket(0, a): the bucket count must be positive"),
     ("CREATE VIEW s.w AS SELECT * FROM nope", "nope does not exist"),
     ("CREATE VIEW s.w AS WITH c AS (SELECT 1) SELECT * FROM c JOIN s.nope ON true", "s.nope does not exist"),
     ("ALTER TABLE s.t SET PARTITIONED BY (trunc(a))", "PARTITIONED BY 'trunc(a)' is not a column"),
