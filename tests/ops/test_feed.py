@@ -79,11 +79,10 @@ def test_feeds_equal_duckdb_for_every_pair(built: FeedLake, spark: SparkSession)
     assert len(built.duck) == 3 * len(pairs)
 
 
+@pytest.mark.parametrize("built", ["sqlite"], indirect=True)  # they plan the same on every backend
 def test_query_table_functions(built: FeedLake, spark: SparkSession) -> None:
     """The table functions anywhere a table goes: joined to a table and to each other, filtered, aggregated;
     time bounds as DuckDB maps them (start: first snapshot at or after, end: last at or before)."""
-    if built.spot.backend != "sqlite":
-        pytest.skip("the table functions plan the same on every backend: checked on SQLite")
     from ducklake_cli.ops.query import sql_dataframe
 
     last = built.snapshots[-1]
