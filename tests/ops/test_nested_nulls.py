@@ -8,8 +8,7 @@ One lake pair, one test body (CI time); the session's Spark runs our side in thi
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +20,7 @@ from ducklake_cli.ops.dml import run_change
 from ducklake_cli.ops.query import table_dataframe
 from tests.support.cli import run_main
 from tests.support.dml_twins import normal, sort_key, twin_spots
-from tests.support.oracle import oracle_connect
+from tests.support.oracle import oracle_connect, used
 from tests.support.spot import ORACLE_BACKENDS, Spot
 from tests.support.tiers import backend_params
 
@@ -58,25 +57,14 @@ INPUT = ("SELECT (i + {start})::INTEGER AS id, (i % 2)::INTEGER AS part, "
          "FROM range(0, {count}) r(i)")
 
 
-@contextlib.contextmanager
-def _attached(con: duckdb.DuckDBPyConnection, spot: Spot) -> Iterator[duckdb.DuckDBPyConnection]:
-    con.execute(spot.attach(ALIAS))
-    con.execute(f"USE {ALIAS}")
-    try:
-        yield con
-    finally:
-        con.execute("USE memory")
-        con.execute(f"DETACH {ALIAS}")
-
-
 def _duck(con: duckdb.DuckDBPyConnection, spot: Spot, statements: Sequence[str]) -> None:
-    with _attached(con, spot) as c:
+    with used(con, spot.attach(ALIAS), ALIAS) as c:
         for sql in statements:
             c.execute(sql)
 
 
 def _rows(con: duckdb.DuckDBPyConnection, spot: Spot) -> list[tuple[Any, ...]]:
-    with _attached(con, spot) as c:
+    with used(con, spot.attach(ALIAS), ALIAS) as c:
         return sorted((tuple(normal(v) for v in r) for r in c.execute("SELECT * FROM s").fetchall()), key=sort_key)
 
 
@@ -100,7 +88,7 @@ def _run(spots: tuple[Spot, Spot], tmp_path: Path, capsys: pytest.CaptureFixture
     try:
         for spot in spots:
             _duck(con, spot, SETUP)
-        with _attached(con, a) as c:  # what DuckDB recorded: the premise of this test
+        with used(con, a.attach(ALIAS), ALIAS) as c:  # what DuckDB recorded: the premise of this test
             flags = dict(c.execute(f"SELECT column_name, nulls_allowed FROM __ducklake_metadata_{ALIAS}.ducklake_column"
                                    " WHERE end_snapshot IS NULL").fetchall())
         assert not any(flags[n] for n in ("id", "ns", "bb", "c", "q", "z", "w")), flags
@@ -160,7 +148,7 @@ def _run(spots: tuple[Spot, Spot], tmp_path: Path, capsys: pytest.CaptureFixture
 
         # A NULL in a NOT NULL top-level column is refused by both; neither lake changes.
         before = _rows(con, b)
-        with pytest.raises(duckdb.ConstraintException), _attached(con, a) as c:
+        with pytest.raises(duckdb.ConstraintException), used(con, a.attach(ALIAS), ALIAS) as c:
             c.execute("UPDATE s SET id = NULL WHERE part = 1")
         code, _out, err = run_main(capsys, "query", b.catalog, "UPDATE s SET id = NULL WHERE part = 1")
         assert code == 1 and err.startswith("error: NOT NULL constraint failed: ") and "id is NULL in" in err, err

@@ -80,20 +80,23 @@ class DdlSequence:
 _UUID_DIR = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/")
 
 
-def _normal(value: Any) -> Any:
+def catalog_value(value: Any) -> Any:
+    """A catalog (or row) value in one comparable form: NaN equal to itself, uuid-named directories as one."""
+    if isinstance(value, float) and value != value:
+        return "NaN"
     if isinstance(value, str) and _UUID_DIR.fullmatch(value):
         return "<uuid>/"  # the directory of a schema or table whose name is not plain
     if isinstance(value, decimal.Decimal | dt.date | dt.time | dt.datetime | dt.timedelta | bytes):
         return str(value)
     if isinstance(value, list | tuple):
-        return tuple(_normal(v) for v in value)
+        return tuple(catalog_value(v) for v in value)
     if isinstance(value, dict):
-        return tuple(sorted((str(k), _normal(v)) for k, v in value.items()))
+        return tuple(sorted((str(k), catalog_value(v)) for k, v in value.items()))
     return value
 
 
 def _sorted(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    return sorted((tuple(_normal(v) for v in r) for r in rows), key=lambda r: tuple(repr(v) for v in r))
+    return sorted((tuple(catalog_value(v) for v in r) for r in rows), key=lambda r: tuple(repr(v) for v in r))
 
 
 @dataclass

@@ -7,9 +7,6 @@ names, sizes of files two writers encode differently, clock times). Rows read by
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
-import decimal
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +14,8 @@ from typing import Any
 
 import duckdb
 
+from tests.support.ddl_twins import catalog_value
+from tests.support.dml_twins import sort_key
 from tests.support.oracle import oracle_connect, transaction, used
 from tests.support.spot import Spot
 
@@ -34,25 +33,6 @@ IGNORED: dict[str, frozenset[str]] = {
     "ducklake_file_column_stats": frozenset({"column_size_bytes"}),
     "ducklake_metadata": frozenset(),
 }
-_UUID_DIR = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/")
-
-
-def _normal(value: Any) -> Any:
-    if isinstance(value, float) and value != value:  # NaN: equal to itself in comparisons
-        return "NaN"
-    if isinstance(value, str) and _UUID_DIR.fullmatch(value):
-        return "<uuid>/"
-    if isinstance(value, decimal.Decimal | dt.date | dt.time | dt.datetime | dt.timedelta | bytes):
-        return str(value)
-    if isinstance(value, list | tuple):
-        return tuple(_normal(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((str(k), _normal(v)) for k, v in value.items()))
-    return value
-
-
-def _key(row: tuple[Any, ...]) -> tuple[str, ...]:
-    return tuple(repr(v) for v in row)
 
 
 @dataclass
@@ -185,8 +165,8 @@ class WriteTwins:
                 names = [d[0] for d in cur.description]
                 skip = IGNORED["*"] | IGNORED.get(table, frozenset())
                 keep = [i for i, n in enumerate(names) if n not in skip]
-                rows = [tuple((names[i], _normal(r[i])) for i in keep) for r in cur.fetchall()]
-                out[table] = sorted(rows, key=_key)
+                rows = [tuple((names[i], catalog_value(r[i])) for i in keep) for r in cur.fetchall()]
+                out[table] = sorted(rows, key=sort_key)
         return out
 
     def compare(self, *, loose_ids: bool = False) -> None:
@@ -206,7 +186,7 @@ class WriteTwins:
         """The latest rows of every table as DuckDB reads them (without row ids when `loose_ids`)."""
         got_rows, want_rows = self.rows(self.b), self.rows(self.a)
         if loose_ids:
-            got_rows, want_rows = ({t: sorted((r[1:] for r in rows), key=_key) for t, rows in side.items()}
+            got_rows, want_rows = ({t: sorted((r[1:] for r in rows), key=sort_key) for t, rows in side.items()}
                                    for side in (got_rows, want_rows))
         assert got_rows == want_rows, f"rows differ after {self.log[-1:]}"
 
@@ -215,8 +195,8 @@ class WriteTwins:
         with self.attached(spot) as con:
             names = con.execute("SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = ? "
                                 "ORDER BY ALL", [ALIAS]).fetchall()
-            return {f"{s}.{t}": sorted((tuple(_normal(v) for v in r) for r in con.execute(
-                f'SELECT rowid, * FROM {ALIAS}."{s}"."{t}"').fetchall()), key=_key) for s, t in names}
+            return {f"{s}.{t}": sorted((tuple(catalog_value(v) for v in r) for r in con.execute(
+                f'SELECT rowid, * FROM {ALIAS}."{s}"."{t}"').fetchall()), key=sort_key) for s, t in names}
 
     def close(self) -> None:
         """Close the oracle."""
