@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
@@ -124,11 +124,12 @@ def _temporal_key(text: str) -> tuple[int, str]:
     return (-1 if t.startswith("-") or t.endswith("(BC)") else 0, t)
 
 
-def merge_bound(old: str | None, new: str | None, ducklake_type: str, *, upper: bool) -> str | None:
-    """The wider of two bounds; unknown (None) on either side stays unknown."""
+def merge_bound(old: str | None, new: str | None, ducklake_type: str, *, upper: bool,
+                key: Callable[[str, str], Any] = stat_key) -> str | None:
+    """The wider of two bounds, ordered by `key`; unknown (None) on either side stays unknown."""
     if old is None or new is None:
         return None
-    a, b = stat_key(old, ducklake_type), stat_key(new, ducklake_type)
+    a, b = key(old, ducklake_type), key(new, ducklake_type)
     if a is None or b is None:
         return None
     return (new if b > a else old) if upper else (new if b < a else old)
@@ -203,16 +204,8 @@ class ColumnStats:
             return out
         if not self.valid():
             return replace(out, min=new.min, max=new.max, any_valid=True)
-        return replace(out, min=self._wider(self.min, new.min, upper=False),
-                       max=self._wider(self.max, new.max, upper=True))
-
-    def _wider(self, old: str | None, new: str | None, *, upper: bool) -> str | None:
-        if old is None or new is None:
-            return None
-        a, b = _bound_key(old, self.type), _bound_key(new, self.type)
-        if a is None or b is None:
-            return None
-        return new if (b > a if upper else b < a) else old
+        return replace(out, min=merge_bound(self.min, new.min, self.type, upper=False, key=_bound_key),
+                       max=merge_bound(self.max, new.max, self.type, upper=True, key=_bound_key))
 
     def row(self) -> dict[str, Any]:
         """The `ducklake_table_column_stats` values (contains_null, contains_nan, min_value, max_value)."""

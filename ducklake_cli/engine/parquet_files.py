@@ -12,7 +12,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import LeafStats, NewDataFile
@@ -181,8 +181,6 @@ class _Bounds:
 def data_stats(table: pa.Table, leaves: Sequence[Leaf]) -> tuple[LeafStats, ...]:
     """Leaf stats of inlined rows (no Parquet footer), as DuckDB computes them: NaN is not recorded but orders above
     every other float (a float leaf holding one has max `nan`), and booleans are `false`/`true` (a file's are 0/1)."""
-    import dataclasses
-
     out = []
     for leaf in leaves:
         b = _Bounds(leaf)
@@ -190,12 +188,12 @@ def data_stats(table: pa.Table, leaves: Sequence[Leaf]) -> tuple[LeafStats, ...]
             b.add(leaf_array(chunk, leaf.path[1:]))
         st = b.stats()
         if leaf.type in FLOAT_TYPES:
-            st = dataclasses.replace(st, contains_nan=None, max_value="nan" if b.nan else st.max_value,
-                                     min_value="nan" if b.nan and st.min_value is None else st.min_value)
+            st = replace(st, contains_nan=None, max_value="nan" if b.nan else st.max_value,
+                         min_value="nan" if b.nan and st.min_value is None else st.min_value)
         elif leaf.type == "boolean":
             words = {"0": "false", "1": "true"}
-            st = dataclasses.replace(st, min_value=words.get(st.min_value or "", st.min_value),
-                                     max_value=words.get(st.max_value or "", st.max_value))
+            st = replace(st, min_value=words.get(st.min_value or "", st.min_value),
+                         max_value=words.get(st.max_value or "", st.max_value))
         out.append(st)
     return tuple(out)
 
