@@ -52,6 +52,8 @@ class NotADuckLakeError(DuckLakeError):
 class UnsupportedVersionError(DuckLakeError):
     """The catalog's format version is not one we read and write."""
 
+    exit_code = 2
+
 
 class CatalogExistsError(DuckLakeError):
     """`create-catalog` was pointed at a database that already holds catalog tables."""

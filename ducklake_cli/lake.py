@@ -3,9 +3,12 @@ and one-snapshot commits. Every operation works on a `Lake`; `api.py` is the pub
 
 from __future__ import annotations
 
+import dataclasses
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from ducklake_cli.catalog.backends import Backend, backend_for
@@ -18,6 +21,7 @@ from ducklake_cli.storage.files import ensure_dir
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
 
+    from ducklake_cli.catalog.models import LakeMetadata
     from ducklake_cli.catalog.transaction import Transaction
     from ducklake_cli.engine.session import SparkSession, SparkSettings
 
@@ -25,9 +29,16 @@ if TYPE_CHECKING:
 class LakeReader(MetadataReader):
     """A metadata reader that also knows the lake's root data path (resolved once per reader)."""
 
-    def __init__(self, conn: Connection, backend: Backend, data_path_override: str | None) -> None:
+    def __init__(self, conn: Connection, backend: Backend, data_path_override: str | None,
+                 legacy_version: str | None = None) -> None:
         super().__init__(conn, backend)
         self._override = data_path_override
+        self._legacy_version = legacy_version
+
+    def _read_metadata(self) -> LakeMetadata:
+        """As stored; an older catalog read through its migrated copy keeps its own version."""
+        meta = super()._read_metadata()
+        return dataclasses.replace(meta, version=self._legacy_version) if self._legacy_version else meta
 
     @cached_property
     def data_path(self) -> str:
@@ -65,6 +76,11 @@ class Lake:
         self.storage_options: dict[str, Any] = dict(storage_options or {})
         self.read_only = read_only
         self._engine: Engine | None = None
+        # The catalog's own format version when it is older than 1.0: reads then go to a private copy migrated
+        # to 1.0 (`_migrated`), and nothing may be written.
+        self.legacy_version: str | None = None
+        self.catalog_backend: Backend = self.backend  # the catalog's own backend, also while reading a copy
+        self._migrated: tempfile.TemporaryDirectory[str] | None = None
         self._data_path: str | None = None
         # Scan plans and DataFrames of committed snapshots, reused by this lake's later statements.
         self.plan_cache = PlanCache()
@@ -84,17 +100,65 @@ class Lake:
         read_only: bool = False,
         spark_settings: SparkSettings | None = None,
     ) -> Self:
-        """Open a DuckLake from a path, URL or `ducklake:` ATTACH string and check that it is a v1.0 catalog."""
+        """Open a DuckLake from a path, URL or `ducklake:` ATTACH string and check its format version: 1.0 is read
+        and written; 0.2-0.4 is read (from a private copy migrated to 1.0) and every write is refused; any other
+        version is refused."""
         target = catalog if isinstance(catalog, CatalogTarget) else parse_catalog(catalog)
         lake = cls(target.with_schema(metadata_schema), data_path=data_path, storage_options=storage_options,
                    read_only=read_only, spark_settings=spark_settings)
         try:
+            lake._check_version()
             with lake.reader():
                 pass
         except DuckLakeError:
-            lake.close()
+            lake.release()
             raise
         return lake
+
+    @property
+    def format_version(self) -> str:
+        """The catalog's DuckLake format version (an older catalog's own, not its migrated copy's)."""
+        from ducklake_cli.catalog.versions import CURRENT
+
+        return self.legacy_version or CURRENT
+
+    def refuse_writes(self) -> None:
+        """Stop a command that will write before it does any work, when the catalog is an older version."""
+        if self.legacy_version is not None:
+            from ducklake_cli.catalog.versions import refusal
+
+            refused = refusal(self.legacy_version, where=self.target.display(), writing=True)
+            assert refused is not None
+            raise refused
+
+    def _check_version(self) -> None:
+        """Refuse a version this tool cannot read; read an older one through a migrated private copy."""
+        from ducklake_cli.catalog.versions import CURRENT, read_version, refusal
+
+        with self.connection() as conn:
+            version = read_version(conn, self.backend)
+        refused = refusal(version, where=self.target.display(), writing=False)
+        if refused is not None:
+            raise refused
+        if version != CURRENT:
+            self._read_migrated(str(version))
+
+    def _read_migrated(self, version: str) -> None:
+        """Copy the catalog (read in one consistent transaction) into a temporary SQLite file, migrate the copy
+        to 1.0, and read from it from now on."""
+        from ducklake_cli.catalog.copy import migrated_copy
+
+        workdir = tempfile.TemporaryDirectory(prefix="ducklake-legacy-")
+        path = Path(workdir.name) / "catalog.sqlite"
+        try:
+            with self.connection(consistent=True) as conn:
+                migrated_copy(conn, self.backend, path)
+        except BaseException:
+            workdir.cleanup()
+            raise
+        self.close()
+        self._migrated, self.legacy_version = workdir, version
+        self.backend = backend_for(CatalogTarget(backend="sqlite", path=path, label=self.target.display()))
 
     @property
     def engine(self) -> Engine:
@@ -104,11 +168,15 @@ class Lake:
         return self._engine
 
     @contextmanager
-    def connection(self, *, write: bool = False) -> Iterator[Connection]:
-        """A catalog connection in one transaction (committed when `write` and no error)."""
+    def connection(self, *, write: bool = False, consistent: bool = False) -> Iterator[Connection]:
+        """A catalog connection in one transaction (committed when `write` and no error; `consistent`: every
+        statement sees the same catalog state, on servers too)."""
         import time
 
         from sqlalchemy.exc import DBAPIError
+
+        if write:
+            self.refuse_writes()
 
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
@@ -121,6 +189,8 @@ class Lake:
                     time.sleep(0.2)
                     continue
                 raise self.backend.translate_connect_error(exc) from exc
+        if consistent and self.backend.consistent_isolation:
+            conn = conn.execution_options(isolation_level=self.backend.consistent_isolation)
         trans = conn.begin()
         try:
             yield conn
@@ -138,7 +208,7 @@ class Lake:
     def reader(self) -> Iterator[LakeReader]:
         """A metadata reader on one read transaction; the catalog's metadata is checked on entry."""
         with self.connection() as conn:
-            reader = LakeReader(conn, self.backend, self.data_path_override)
+            reader = LakeReader(conn, self.backend, self.data_path_override, self.legacy_version)
             reader.metadata()
             self._data_path = reader.data_path
             yield reader
@@ -175,8 +245,15 @@ class Lake:
             self._engine = None
         self.plan_cache.clear()
 
+    def release(self) -> None:
+        """Close, and remove the private migrated copy of an older catalog."""
+        self.close()
+        if self._migrated is not None:
+            self._migrated.cleanup()
+            self._migrated = None
+
     def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        self.release()

@@ -277,7 +277,7 @@ PG_STARTED=1
   start) >"$TMP/pg/pg_ctl.log" 2>&1 \
   || { show_log "$TMP/pg/pg_ctl.log" "$TMP/pg/pg.log"; die "PostgreSQL failed to start"; }
 "$PG_BIN/psql" -h "$TMP/pg" -p "$PG_PORT" -U postgres -d postgres -X -q -v ON_ERROR_STOP=1 \
-  -c "CREATE ROLE lake LOGIN PASSWORD 'lake' CREATEDB" \
+  -c "CREATE ROLE lake LOGIN PASSWORD 'lake' CREATEDB CREATEROLE" \
   -c "GRANT pg_signal_backend TO lake" >&2 || die "could not create PostgreSQL role lake"
 # pg_signal_backend: a test database's DROP ... WITH (FORCE) must also end an autovacuum worker busy in it.
 wait_ready PostgreSQL "" "$TMP/pg/pg.log" \

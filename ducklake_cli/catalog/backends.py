@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ducklake_cli.catalog.duckdb_storage import NEW_FILE_STORAGE, duckdb_file_storage, installed_duckdb
 from ducklake_cli.catalog.schema import BIGINT, BOOLEAN, TIMESTAMPTZ, UUID, VARCHAR, VARCHAR_NN
 from ducklake_cli.catalog.types import INT_TYPES, decimal_parts
 from ducklake_cli.catalog.url import CatalogTarget
@@ -13,6 +14,8 @@ from ducklake_cli.errors import (
     CatalogNotFoundError,
     CatalogUnreachableError,
     DuckLakeError,
+    UnsupportedVersionError,
+    UsageError,
 )
 
 if TYPE_CHECKING:
@@ -31,6 +34,8 @@ class Backend:
     }
     # Type of each DuckLake column inside an inlined-data table is backend-specific too (spec §4).
     transactional_ddl: ClassVar[bool] = True  # CREATE TABLE rolls back with its transaction (atomic inlined tables)
+    # Isolation under which every statement of a transaction sees one catalog state (None: the default does).
+    consistent_isolation: ClassVar[str | None] = None
 
     def __init__(self, target: CatalogTarget) -> None:
         self.target = target
@@ -106,6 +111,21 @@ class Backend:
         """Statement that blocks concurrent commits until the transaction ends (None: the database serialises
         writers itself, as SQLite and DuckDB files do)."""
         return None
+
+    def column_names(self, conn: Connection, table: str) -> list[str]:
+        """Column names of one existing table, in order (from an empty result, so every backend answers alike)."""
+        from sqlalchemy import text
+
+        return list(conn.execute(text(f"SELECT * FROM {self.qualify(table)} WHERE 1 = 0")).keys())
+
+    def migration_refusal(self, conn: Connection) -> str | None:
+        """Why this connection may not migrate the catalog (read-only, missing ALTER/CREATE rights); None: it may.
+        Local files are checked for writability before they are opened."""
+        return None
+
+    def rename_table_sql(self, old: str, new: str) -> str:
+        """Statement renaming a table within the metadata schema."""
+        return f"ALTER TABLE {self.qualify(old)} RENAME TO {self.quote(new)}"
 
     def qualify(self, table: str) -> str:
         """A quoted, schema-qualified table name for raw SQL."""
@@ -224,7 +244,9 @@ def _one_schema(name: str | None) -> tuple[None, str | None]:
 
 
 class DuckDBBackend(Backend):
-    """DuckDB file catalogs (duckdb 1.5.5 through duckdb_engine)."""
+    """DuckDB file catalogs (duckdb 1.5.5 … 2.0.x through duckdb_engine). A new file gets `NEW_FILE_STORAGE`; an
+    existing file is opened as it is stored (a plain connection never raises its storage version), and one the
+    installed DuckDB cannot read is refused in one line before DuckDB tries."""
 
     name = "duckdb"
 
@@ -265,9 +287,59 @@ class DuckDBBackend(Backend):
     def create_engine(self, *, read_only: bool) -> Engine:
         """As for every backend, but the metadata schema is always one quoted name: duckdb_engine would read a
         dot in it as `database.schema`."""
+        from sqlalchemy import event
+
         engine = super().create_engine(read_only=read_only)
         engine.dialect.identifier_preparer._separate = _one_schema  # type: ignore[attr-defined]
+        event.listen(engine, "do_connect", self._before_connect)
         return engine
+
+    def _before_connect(self, dialect: Any, record: Any, cargs: Any, cparams: dict[str, Any]) -> None:
+        """Before each connection: refuse a file the installed DuckDB cannot read; make a missing file with our
+        storage first, by itself (a setting on the engine's connections would differ between connections to the
+        same file, which DuckDB refuses, and would apply to existing files)."""
+        path = self.target.path
+        assert path is not None
+        if path.exists() and path.stat().st_size > 0:
+            self.check_storage()
+        elif not cparams.get("read_only"):
+            self.create_file(storage_version=NEW_FILE_STORAGE)
+
+    def check_storage(self) -> None:
+        """Raise the one-line error for a file stored for a newer DuckDB than the one installed."""
+        assert self.target.path is not None
+        storage = duckdb_file_storage(self.target.path)
+        if storage is None:
+            return
+        installed, have = installed_duckdb()
+        if storage.needs > have:
+            raise self._storage_error(storage.describe(), installed, storage.needs)
+
+    def _storage_error(self, storage: str, installed: str, needs: tuple[int, int]) -> UnsupportedVersionError:
+        import shlex
+
+        path = str(self.target.path)
+        release = f"{needs[0]}.{needs[1]}"
+        return UnsupportedVersionError(
+            f"DuckDB catalog {path} uses {storage}, which the installed duckdb {installed} cannot open; nothing was "
+            "read or changed",
+            hint=f"install duckdb {release} (pip install 'duckdb>={release},<2.1'), or convert the file with DuckDB "
+            f"{release}: ATTACH '{path.replace(chr(39), chr(39) * 2)}' AS old; ATTACH 'new.ducklake' AS new "
+            f"(STORAGE_VERSION '{NEW_FILE_STORAGE}'); COPY FROM DATABASE old TO new; or, with duckdb {release} "
+            f"installed, `ducklake copy-catalog {shlex.quote(path)} new.ducklake` (or lake.sqlite), whose new file "
+            "DuckDB 1.5 reads",
+        )
+
+    def create_file(self, *, storage_version: str = NEW_FILE_STORAGE) -> None:
+        """Create the empty database file, stored so that DuckDB `storage_version` (`v1.5.0`, …, `latest`: the
+        installed DuckDB's own format) and later read it."""
+        import duckdb
+
+        try:
+            duckdb.connect(str(self.target.path), config={"storage_compatibility_version": storage_version}).close()
+        except duckdb.InvalidInputException as exc:
+            raise UsageError(f"duckdb {installed_duckdb()[0]} cannot create DuckDB storage version "
+                             f"{storage_version!r}: {str(exc).splitlines()[0]}") from exc
 
     def translate_connect_error(self, exc: Exception) -> DuckLakeError:
         """DuckDB lock and format errors as one line."""
@@ -277,6 +349,14 @@ class DuckDBBackend(Backend):
                 f"DuckDB catalog {self.target.path} is locked by another process",
                 hint="a DuckDB file catalog can be written by one process at a time; detach it elsewhere first",
             )
+        storage = duckdb_file_storage(self.target.path) if self.target.path is not None else None
+        if storage is not None and ("version number" in text or "storage version" in text):
+            # A storage number our table does not know (check_storage lets DuckDB decide those).
+            return UnsupportedVersionError(
+                f"DuckDB catalog {self.target.path} uses {storage.describe()}, which the installed duckdb "
+                f"{installed_duckdb()[0]} cannot open: {text}",
+                hint="open it with the DuckDB release that wrote it, or convert it there: ATTACH 'new.ducklake' AS "
+                f"new (STORAGE_VERSION '{NEW_FILE_STORAGE}'); COPY FROM DATABASE old TO new")
         return CatalogUnreachableError(f"cannot open DuckDB catalog {self.target.path}: {text}")
 
 
@@ -284,6 +364,26 @@ class PostgresBackend(Backend):
     """PostgreSQL catalogs through psycopg 3."""
 
     name = "postgres"
+    consistent_isolation = "REPEATABLE READ"
+
+    def migration_refusal(self, conn: Connection) -> str | None:
+        """A read-only session, a metadata schema we may not create tables in, or catalog tables another role owns
+        (ALTER TABLE needs the owner)."""
+        from sqlalchemy import text
+
+        if conn.execute(text("SELECT current_setting('transaction_read_only')")).scalar() == "on":
+            return "the PostgreSQL session is read-only (a standby, or default_transaction_read_only)"
+        schema = conn.execute(text("SELECT COALESCE(:s, current_schema())"), {"s": self.metadata_schema}).scalar()
+        if not conn.execute(text("SELECT has_schema_privilege(:s, 'CREATE')"), {"s": schema}).scalar():
+            return f"user {self.target.user or '(current)'} may not create tables in schema {schema}"
+        foreign = conn.execute(text(
+            "SELECT c.relname, pg_get_userbyid(c.relowner) FROM pg_class c JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = :s AND c.relkind = 'r' AND c.relname LIKE 'ducklake%' "
+            "AND NOT pg_has_role(current_user, c.relowner, 'USAGE') ORDER BY c.relname"), {"s": schema}).all()
+        if foreign:
+            return (f"{len(foreign)} catalog table(s) belong to another role (e.g. {foreign[0][0]}, owned by "
+                    f"{foreign[0][1]}); ALTER TABLE needs their owner: run the upgrade as {foreign[0][1]}")
+        return None
 
     def url(self) -> URL:
         """`postgresql+psycopg` URL."""
@@ -373,6 +473,7 @@ class MySQLBackend(Backend):
 
     name = "mysql"
     transactional_ddl = False  # MySQL DDL commits implicitly
+    consistent_isolation = "REPEATABLE READ"
     ddl_types: ClassVar[dict[str, str]] = {**Backend.ddl_types, VARCHAR: "TEXT", VARCHAR_NN: "TEXT NOT NULL",
                                            UUID: "VARCHAR(36)", TIMESTAMPTZ: "DATETIME(6)"}
 
@@ -403,6 +504,25 @@ class MySQLBackend(Backend):
     def quote(self, ident: str) -> str:
         """Backtick quoting."""
         return "`" + ident.replace("`", "``") + "`"
+
+    def migration_refusal(self, conn: Connection) -> str | None:
+        """A read-only server, or a user without ALTER, CREATE and DROP on the metadata database."""
+        from sqlalchemy import text
+
+        if conn.execute(text("SELECT @@global.read_only")).scalar() in (1, "1", "ON"):
+            return "the MySQL server is read-only"
+        db = self.metadata_schema or conn.execute(text("SELECT DATABASE()")).scalar()
+        granted = {str(r[0]).upper() for r in conn.execute(text(
+            "SELECT privilege_type FROM information_schema.user_privileges UNION "
+            "SELECT privilege_type FROM information_schema.schema_privileges WHERE table_schema = :db"), {"db": db})}
+        missing = [p for p in ("ALTER", "CREATE", "DROP") if p not in granted]
+        if missing:
+            return f"user {self.target.user or '(current)'} lacks {', '.join(missing)} on database {db}"
+        return None
+
+    def rename_table_sql(self, old: str, new: str) -> str:
+        """MySQL's own spelling."""
+        return f"RENAME TABLE {self.qualify(old)} TO {self.qualify(new)}"
 
     def lock_snapshots_sql(self) -> str | None:
         """InnoDB next-key locks on every snapshot row (and the gap after the last) block new snapshots."""

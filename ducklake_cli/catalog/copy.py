@@ -5,20 +5,26 @@ from __future__ import annotations
 
 import hashlib
 import re
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Table, insert, select
+from sqlalchemy import Connection, Engine, Table, insert, select
 
 from ducklake_cli.catalog import schema as s
-from ducklake_cli.catalog.backends import Backend
+from ducklake_cli.catalog.backends import Backend, backend_for
 from ducklake_cli.catalog.create import create_table_sql
 from ducklake_cli.catalog.inlined import stored_type, to_duckdb_text
+from ducklake_cli.catalog.migrate import layout, migrate, missing_columns
 from ducklake_cli.catalog.models import ColumnInfo
 from ducklake_cli.catalog.queries import FileQueries, as_bool
-from ducklake_cli.catalog.reader import SUPPORTED_VERSIONS, MetadataReader
+from ducklake_cli.catalog.reader import MetadataReader
+from ducklake_cli.catalog.schema import build_tables
 from ducklake_cli.catalog.types import INT_TYPES
+from ducklake_cli.catalog.url import CatalogTarget
+from ducklake_cli.catalog.versions import read_version, refusal
 from ducklake_cli.errors import CatalogExistsError, NotADuckLakeError, UnsupportedVersionError
 
 _MOD = 1 << 128
@@ -70,36 +76,77 @@ class InlinedPlan:
 class CopyPlan:
     """What a copy will create and fill, decided from the source before anything is written."""
 
-    spec: tuple[str, ...]
+    version: str
+    layout: s.Layout  # the source version's spec tables (those present), created alike in the copy
     inlined: tuple[InlinedPlan, ...]
     inlined_deletes: tuple[str, ...]
     old_data_path: str
+
+    @property
+    def spec(self) -> tuple[str, ...]:
+        """The spec tables, in creation order."""
+        return tuple(name for name, _, _ in self.layout)
 
     def table_names(self) -> list[str]:
         """Every table the destination gets, spec tables first."""
         return [*self.spec, *(p.name for p in self.inlined), *self.inlined_deletes]
 
 
-def plan_copy(conn: Connection, backend: Backend) -> CopyPlan:
-    """Read the source's table list and the columns of its inlined-data tables; refuse unknown versions and
-    `ducklake_*` tables this tool cannot type."""
-    reader = MetadataReader(conn, backend)
+def plan_copy(conn: Connection, backend: Backend, *, inlined_from: tuple[Connection, Backend] | None = None,
+              spec_only: bool = False) -> CopyPlan:
+    """Read the source's version, tables and the columns of its inlined-data tables; refuse versions this tool
+    cannot read, a catalog whose tables do not match its version, and `ducklake_*` tables this tool cannot type.
+    An older version's inlined tables are typed from `inlined_from` (the same catalog migrated to 1.0), or from a
+    migrated copy of its spec tables made here."""
+    version = read_version(conn, backend)
+    refused = refusal(version, where=backend.target.display(), writing=False)
+    if refused is not None:
+        raise refused
+    assert version is not None
     present = backend.list_tables(conn)
-    if "ducklake_metadata" not in present or "ducklake_snapshot" not in present:
-        raise NotADuckLakeError(f"{backend.target.display()} holds no DuckLake catalog (no ducklake_metadata table)")
+    missing = missing_columns(conn, backend, version)
+    if missing:
+        raise UnsupportedVersionError(f"{backend.target.display()} says DuckLake {version} but lacks "
+                                f"{', '.join(missing[:4])}; nothing was read or changed",
+                                hint="a fork's or a half-migrated catalog: copy or migrate it with the tool that "
+                                "wrote it")
     t = s.metadata_t
-    version = conn.execute(select(t.c.value).where(t.c.key == "version", t.c.scope.is_(None))).scalar()
-    if version not in SUPPORTED_VERSIONS:
-        raise UnsupportedVersionError(f"DuckLake catalog format version {version!r} cannot be copied "
-                                      "(this tool reads and writes 1.0)",
-                                      hint="migrate it first by attaching it once with DuckDB's ducklake extension")
     old_root = conn.execute(select(t.c.value).where(t.c.key == "data_path", t.c.scope.is_(None))).scalar() or ""
-    spec_names = [name for name, _, _ in s.SPEC_TABLES]
+    spec_layout = [entry for entry in layout(version) if entry[0] in present]
+    deletes = sorted(n for n in present if _INLINED_DELETE.match(n))
+    plan = CopyPlan(version, spec_layout, (), tuple(deletes), old_root)
+    if spec_only:
+        return plan
+    if inlined_from is not None:
+        inlined = plan_inlined(conn, backend, *inlined_from, present)
+    elif version == s.FORMAT_VERSION:
+        inlined = plan_inlined(conn, backend, conn, backend, present)
+    else:
+        with tempfile.TemporaryDirectory(prefix="ducklake-plan-") as tmp:
+            meta, mb = migrated_spec_copy(conn, backend, plan, Path(tmp) / "catalog.sqlite")
+            try:
+                with meta.connect() as mconn:
+                    inlined = plan_inlined(conn, backend, mconn, mb, present)
+            finally:
+                meta.dispose()
+    known = {name for name, _, _ in spec_layout} | {p.name for p in inlined} | set(deletes)
+    unknown = sorted(n for n in present if n.startswith("ducklake_") and n not in known)
+    if unknown:
+        raise NotADuckLakeError(f"cannot copy {len(unknown)} unknown catalog table(s): {', '.join(unknown[:5])}; "
+                                "nothing was changed", hint="the catalog may come from a newer DuckLake version")
+    return replace(plan, inlined=tuple(inlined))
+
+
+def plan_inlined(conn: Connection, backend: Backend, meta: Connection, meta_backend: Backend,
+                 present: set[str]) -> list[InlinedPlan]:
+    """The inlined-data tables of `conn` with their DuckLake columns, read from `meta` (a 1.0 catalog with the
+    same rows: the source itself, or its migrated copy)."""
+    reader = MetadataReader(meta, meta_backend)
     inlined: list[InlinedPlan] = []
     it, tt = s.inlined_tables_t, s.table_t
-    begins = {int(r.table_id): int(r.begin_snapshot) for r in conn.execute(select(tt.c.table_id, tt.c.begin_snapshot))}
+    begins = {int(r.table_id): int(r.begin_snapshot) for r in meta.execute(select(tt.c.table_id, tt.c.begin_snapshot))}
     queries = FileQueries(conn, backend)
-    for r in conn.execute(select(it).order_by(it.c.table_id, it.c.schema_version)).all():
+    for r in meta.execute(select(it).order_by(it.c.table_id, it.c.schema_version)).all():
         if r.table_name not in present or any(p.name == r.table_name for p in inlined):
             continue
         at = reader.schema_version_snapshot(int(r.table_id), int(r.schema_version),
@@ -110,13 +157,39 @@ def plan_copy(conn: Connection, backend: Backend) -> CopyPlan:
         columns = tuple(versions[0].columns)
         physical = tuple(queries.inlined_column_names(r.table_name, columns))
         inlined.append(InlinedPlan(r.table_name, columns, physical))
-    deletes = sorted(n for n in present if _INLINED_DELETE.match(n))
-    known = set(spec_names) | {p.name for p in inlined} | set(deletes)
-    unknown = sorted(n for n in present if n.startswith("ducklake_") and n not in known)
-    if unknown:
-        raise NotADuckLakeError(f"cannot copy {len(unknown)} unknown catalog table(s): {', '.join(unknown[:5])}; "
-                                "nothing was changed", hint="the catalog may come from a newer DuckLake version")
-    return CopyPlan(tuple(n for n in spec_names if n in present), tuple(inlined), tuple(deletes), old_root)
+    return inlined
+
+
+def migrated_spec_copy(conn: Connection, backend: Backend, plan: CopyPlan, path: Path) -> tuple[Engine, Backend]:
+    """A new SQLite catalog at `path` holding the source's spec tables migrated to 1.0 (no inlined tables yet)."""
+    db = backend_for(CatalogTarget(backend="sqlite", path=path))
+    engine = db.create_engine(read_only=False)
+    with engine.begin() as dst:
+        create_tables(dst, db, plan, [])
+        for name in plan.spec:
+            copy_spec_table(conn, backend, dst, db, plan, name, new_root=None, batch=5000)
+        migrate(dst, db, plan.version)
+    return engine, db
+
+
+def migrated_copy(conn: Connection, backend: Backend, path: Path) -> str:
+    """Copy a catalog of an older version into a new SQLite file at `path` and migrate the copy to 1.0 (how an
+    older catalog is read in place: the source is only read); returns the source's version."""
+    plan = plan_copy(conn, backend, spec_only=True)
+    engine, db = migrated_spec_copy(conn, backend, plan, path)
+    try:
+        with engine.begin() as dst:
+            present = backend.list_tables(conn)
+            inlined = plan_inlined(conn, backend, dst, db, present)
+            full = replace(plan, layout=[], inlined=tuple(inlined))
+            create_tables(dst, db, full, [])
+            for p in full.inlined:
+                copy_inlined_table(conn, backend, dst, db, p, batch=5000)
+            for name in full.inlined_deletes:
+                copy_inlined_deletes(conn, backend, dst, db, name, batch=5000)
+    finally:
+        engine.dispose()
+    return plan.version
 
 
 def check_empty(conn: Connection, backend: Backend, *, any_table: bool) -> None:
@@ -131,9 +204,9 @@ def check_empty(conn: Connection, backend: Backend, *, any_table: bool) -> None:
 def create_tables(conn: Connection, backend: Backend, plan: CopyPlan, created: list[str]) -> None:
     """Create every spec table, inlined-data table and inlined-deletion table with the backend's types."""
     schema_sql = backend.create_schema_sql()
-    if schema_sql:
+    if schema_sql and plan.layout:
         conn.exec_driver_sql(schema_sql)
-    for name, columns, pk in s.SPEC_TABLES:
+    for name, columns, pk in plan.layout:
         conn.exec_driver_sql(create_table_sql(backend, name, columns, pk))
         created.append(name)
     for p in plan.inlined:
@@ -158,10 +231,6 @@ def _batches(conn: Connection, statement: Any, size: int) -> Iterator[Sequence[A
     """Rows of a statement, `size` at a time, streamed where the driver can (server-side cursors)."""
     result = conn.execute(statement, execution_options={"yield_per": size})
     yield from result.partitions(size)
-
-
-def _kinds(name: str) -> list[tuple[str, str]]:
-    return next(cols for n, cols, _ in s.SPEC_TABLES if n == name)
 
 
 def _normaliser(backend: Backend, kinds: list[tuple[str, str]]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
@@ -201,14 +270,14 @@ def _rewriter(name: str, old_root: str, new_root: str | None) -> Callable[[dict[
     return rewrite
 
 
-def _insert(conn: Connection, backend: Backend, name: str, kinds: list[tuple[str, str]],
+def _insert(conn: Connection, backend: Backend, table: Table, kinds: list[tuple[str, str]],
             rows: list[dict[str, Any]]) -> None:
     """Insert a batch of spec rows: executemany, or on DuckDB one INSERT … SELECT from Arrow (executemany there
     runs one statement per row: ~3,000 rows/s)."""
     if not rows:
         return
     if backend.name != "duckdb":
-        conn.execute(insert(s.T[name]), rows)
+        conn.execute(insert(table), rows)
         return
     import pyarrow as pa
 
@@ -219,20 +288,20 @@ def _insert(conn: Connection, backend: Backend, name: str, kinds: list[tuple[str
     assert raw is not None
     raw.register("__ducklake_copy_batch", batch)
     try:
-        raw.execute(f"INSERT INTO {backend.qualify(name)}({cols}) SELECT {cols} FROM __ducklake_copy_batch")
+        raw.execute(f"INSERT INTO {backend.qualify(table.name)}({cols}) SELECT {cols} FROM __ducklake_copy_batch")
     finally:
         raw.unregister("__ducklake_copy_batch")
 
 
-def copy_spec_table(src: Connection, sb: Backend, dst: Connection, db: Backend, name: str, *,
-                    old_root: str, new_root: str | None, batch: int) -> TableCopy:
-    """Stream one spec table across, counting what was written."""
-    table: Table = s.T[name]
-    kinds = _kinds(name)
+def copy_spec_table(src: Connection, sb: Backend, dst: Connection, db: Backend, plan: CopyPlan, name: str, *,
+                    new_root: str | None, batch: int) -> TableCopy:
+    """Stream one spec table (of the plan's version) across, counting what was written."""
+    kinds = next(cols for n, cols, _ in plan.layout if n == name)
+    table: Table = build_tables([(name, kinds, None)])[1][name]
     cols = [c for c, _ in kinds]
     out = TableCopy(name)
     src_norm, dst_norm = _normaliser(sb, kinds), _normaliser(db, kinds)
-    rewrite = _rewriter(name, old_root, new_root)
+    rewrite = _rewriter(name, plan.old_data_path, new_root)
     for rows in _batches(src, select(table), batch):
         staged = []
         for r in rows:
@@ -247,7 +316,7 @@ def copy_spec_table(src: Connection, sb: Backend, dst: Connection, db: Backend, 
                 elif kind == s.BOOLEAN and row[col] is not None:
                     row[col] = as_bool(row[col])
             staged.append(row)
-        _insert(dst, db, name, kinds, staged)
+        _insert(dst, db, table, kinds, staged)
     for rows in _batches(dst, select(table), batch):
         for r in rows:
             out.copy.add(dst_norm(tuple(r)))
@@ -347,8 +416,7 @@ def copy_inlined_deletes(src: Connection, sb: Backend, dst: Connection, db: Back
 def copy_rows(src: Connection, sb: Backend, dst: Connection, db: Backend, plan: CopyPlan, *,
               new_root: str | None, batch: int) -> list[TableCopy]:
     """Fill the created tables from the source; each table's copy is read back and digested."""
-    out = [copy_spec_table(src, sb, dst, db, name, old_root=plan.old_data_path, new_root=new_root, batch=batch)
-           for name in plan.spec]
+    out = [copy_spec_table(src, sb, dst, db, plan, name, new_root=new_root, batch=batch) for name in plan.spec]
     out += [copy_inlined_table(src, sb, dst, db, p, batch=batch) for p in plan.inlined]
     out += [copy_inlined_deletes(src, sb, dst, db, n, batch=batch) for n in plan.inlined_deletes]
     return out

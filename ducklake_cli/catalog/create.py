@@ -9,8 +9,9 @@ from sqlalchemy import Connection, insert
 
 from ducklake_cli._version import __version__
 from ducklake_cli.catalog import schema as s
-from ducklake_cli.catalog.backends import Backend
+from ducklake_cli.catalog.backends import Backend, DuckDBBackend
 from ducklake_cli.catalog.changes import format_changes, quote_name
+from ducklake_cli.catalog.duckdb_storage import NEW_FILE_STORAGE
 from ducklake_cli.errors import CatalogExistsError
 
 
@@ -29,6 +30,18 @@ def existing_catalog_tables(conn: Connection, backend: Backend) -> set[str]:
     """The spec tables already present (any one of them means: not ours to create)."""
     wanted = {name for name, _, _ in s.SPEC_TABLES}
     return wanted & backend.list_tables(conn)
+
+
+def create_database_file(backend: Backend, *, storage_version: str = NEW_FILE_STORAGE) -> bool:
+    """Make the empty database file of a new DuckDB-file catalog, stored for DuckDB `storage_version` (`v1.5.0`,
+    the default, is read by the oldest DuckDB we support; `latest` is the installed DuckDB's own format, 2.0's
+    unreadable before 2.0). Optional: connecting creates a missing file with the default. False, changing nothing,
+    for other backends and for a file that exists (an existing file's storage is never changed)."""
+    path = backend.target.path
+    if not isinstance(backend, DuckDBBackend) or path is None or (path.exists() and path.stat().st_size > 0):
+        return False
+    backend.create_file(storage_version=storage_version)
+    return True
 
 
 def create_catalog(conn: Connection, backend: Backend, *, data_path: str, now: dt.datetime | None = None) -> None:

@@ -27,13 +27,11 @@ from ducklake_cli.catalog.models import (
 )
 from ducklake_cli.catalog.names import split_qualified
 from ducklake_cli.catalog.queries import FileQueries, as_bool, visible
+from ducklake_cli.catalog.versions import CURRENT, refusal
 from ducklake_cli.errors import NotADuckLakeError, NotFoundError, UnsupportedVersionError
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Row, Table
-
-SUPPORTED_VERSIONS = {"1.0"}
-
 
 class MetadataReader(FileQueries):
     """Typed queries over one open catalog connection."""
@@ -60,12 +58,10 @@ class MetadataReader(FileQueries):
         rows = self.conn.execute(select(t.c.key, t.c.value, t.c.scope, t.c.scope_id)).all()
         globals_ = {r.key: r.value for r in rows if r.scope is None}
         version = globals_.get("version")
-        if version not in SUPPORTED_VERSIONS:
-            raise UnsupportedVersionError(
-                f"DuckLake catalog format version {version!r} is not supported (this tool reads and writes 1.0)",
-                hint="older catalogs can be migrated by attaching them once with DuckDB's ducklake extension "
-                "(AUTOMATIC_MIGRATION true)",
-            )
+        if version != CURRENT:  # Lake.open reads an older catalog through a copy migrated to 1.0
+            where = self.backend.target.display()
+            raise refusal(version, where=where, writing=True) or UnsupportedVersionError(
+                f"{where} is a DuckLake {version} catalog: it is read through a copy migrated to 1.0")
         data_path = globals_.get("data_path") or ""
         options = tuple(
             OptionValue(r.key, r.value, r.scope, r.scope_id)

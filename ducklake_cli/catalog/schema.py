@@ -143,10 +143,14 @@ def _sa_type(kind: str) -> TypeEngine[Any]:
     return String()
 
 
-def _build() -> tuple[MetaData, dict[str, Table]]:
+Layout = list[tuple[str, list[tuple[str, str]], str | None]]
+
+
+def build_tables(layout: Layout) -> tuple[MetaData, dict[str, Table]]:
+    """SQLAlchemy tables for a catalog layout (the 1.0 spec tables, or an older version's)."""
     md = MetaData()
     tables: dict[str, Table] = {}
-    for name, columns, pk in SPEC_TABLES:
+    for name, columns, pk in layout:
         tables[name] = Table(
             name, md, *(Column(col, _sa_type(kind), primary_key=(col == pk), autoincrement=False)
                         for col, kind in columns),
@@ -154,7 +158,7 @@ def _build() -> tuple[MetaData, dict[str, Table]]:
     return md, tables
 
 
-METADATA, T = _build()
+METADATA, T = build_tables(SPEC_TABLES)
 
 metadata_t = T["ducklake_metadata"]
 snapshot_t = T["ducklake_snapshot"]

@@ -30,6 +30,7 @@ class CatalogTarget:
     password: str | None = field(default=None, repr=False)
     query: tuple[tuple[str, str], ...] = ()
     metadata_schema: str | None = None
+    label: str | None = field(default=None, compare=False)  # shown instead (a private copy names its original)
 
     @property
     def is_file(self) -> bool:
@@ -38,6 +39,8 @@ class CatalogTarget:
 
     def display(self) -> str:
         """A printable form with the password hidden."""
+        if self.label is not None:
+            return self.label
         if self.path is not None:
             return f"{self.backend}:{self.path}"
         auth = ""

@@ -28,6 +28,7 @@ from ducklake_cli.cli.query import query
 from ducklake_cli.cli.register import register
 from ducklake_cli.cli.restore import restore
 from ducklake_cli.cli.spark import spark_app
+from ducklake_cli.cli.upgrade import upgrade
 from ducklake_cli.cli.verify import verify
 from ducklake_cli.cli.write import write
 from ducklake_cli.errors import DuckLakeError
@@ -51,6 +52,7 @@ app.command("options")(options)
 app.command("register")(register)
 app.command("restore")(restore)
 app.command("verify")(verify)
+app.command("upgrade")(upgrade)
 app.add_typer(spark_app, name="spark")
 app.add_typer(maintain_app, name="maintain")
 app.command("expire-snapshots", help="Same as `maintain expire`.")(expire)

@@ -76,7 +76,7 @@ def run_plan(
         if fmt is OutputFormat.table:
             render(report, fmt)
         if not yes:
-            confirm(plan)
+            confirm(report.headline(), plan.question())
         result = plan.apply(lake)
         if fmt is OutputFormat.table:
             message(result.headline())
@@ -84,12 +84,12 @@ def run_plan(
             render(result, fmt)
 
 
-def confirm(plan: Plan) -> None:
+def confirm(headline: str, question: str) -> None:
     """Ask on a terminal; without one, refuse (nobody can answer, and piped input is not consent)."""
     if not sys.stdin.isatty():
-        raise UsageError(f"{plan.report().headline()}: not confirmed (stdin is not a terminal); nothing changed",
+        raise UsageError(f"{headline}: not confirmed (stdin is not a terminal); nothing changed",
                          hint="pass --yes to apply, or --dry-run to only print the plan")
-    if not typer.confirm(plan.question(), default=False, err=True):
+    if not typer.confirm(question, default=False, err=True):
         message("aborted: nothing changed")
         raise typer.Exit(1)
 

@@ -94,6 +94,12 @@ def open_lake(resolved: Resolved, *, read_only: bool = True, spark_settings: Spa
         check_catalogwritable(resolved)
     lake = Lake.open(resolved.target, data_path=resolved.data_path, storage_options=resolved.storage_options,
                    read_only=read_only, spark_settings=spark_settings)
+    if not read_only:
+        try:
+            lake.refuse_writes()
+        except BaseException:
+            lake.release()
+            raise
     if spark_settings is not None and not spark_settings.remote and spark_settings.data_path is None:
         import dataclasses
 

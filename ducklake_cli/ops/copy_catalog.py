@@ -9,7 +9,10 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError
 
 from ducklake_cli.catalog.copy import TableCopy, check_empty, copy_rows, create_tables, drop_tables, plan_copy
+from ducklake_cli.catalog.create import create_database_file
+from ducklake_cli.catalog.duckdb_storage import LEGACY_FILE_STORAGE
 from ducklake_cli.catalog.url import CatalogTarget
+from ducklake_cli.catalog.versions import CURRENT
 from ducklake_cli.errors import CatalogExistsError, DuckLakeError, InvalidCatalogError
 from ducklake_cli.lake import Lake
 from ducklake_cli.ops.create import normalise_data_path
@@ -83,13 +86,15 @@ def copy_catalog(source: CatalogTarget, destination: CatalogTarget, *, data_path
         raise InvalidCatalogError(f"directory {destination.path.parent} does not exist")
     if destination.path is not None and destination.path.is_dir():
         raise InvalidCatalogError(f"the destination {destination.path} is a directory")
-    src = Lake.open(source, read_only=True)
+    src = Lake(source, read_only=True)  # as it is: an older version is copied as that version
     dst = Lake(destination)
     created_file = destination.path is not None and not destination.path.exists()
     created: list[str] = []
     try:
-        with src.connection() as sconn:
+        with src.connection(consistent=True) as sconn:
             plan = plan_copy(sconn, src.backend)
+            if plan.version != CURRENT:  # a DuckDB file the release that wrote this version can still open
+                create_database_file(dst.backend, storage_version=LEGACY_FILE_STORAGE)
             with dst.connection(write=True) as dconn:
                 check_empty(dconn, dst.backend, any_table=destination.is_file)
                 create_tables(dconn, dst.backend, plan, created)

@@ -16,6 +16,7 @@ from ducklake_cli.catalog.paths import file_path, table_dir
 from ducklake_cli.catalog.queries import ColumnStatsSummary
 from ducklake_cli.catalog.snapshots import LATEST, SnapshotSelector
 from ducklake_cli.catalog.types import FLOAT_TYPES, INT_TYPES
+from ducklake_cli.catalog.versions import format_version
 from ducklake_cli.engine.planning.counts import TableCounts, table_counts
 from ducklake_cli.errors import ChangeParseError, NotFoundError
 from ducklake_cli.lake import Lake, LakeReader
@@ -45,6 +46,8 @@ class LakeSummary:
     catalog: str
     backend: str
     format_version: str
+    attached_by: str  # DuckDB releases that attach the catalog as it is
+    needs_migration: bool  # for DuckDB 1.5.2+ and for writing with this tool
     data_path: str
     created_by: str | None
     snapshot_id: int
@@ -63,6 +66,8 @@ class LakeSummary:
         """Lake facts, then one row per table."""
         facts = (
             ("catalog", self.catalog), ("backend", self.backend), ("format version", self.format_version),
+            ("attached by", self.attached_by),
+            ("needs migration", "yes: run `ducklake upgrade`" if self.needs_migration else "no"),
             ("data path", self.data_path), ("snapshot", f"{self.snapshot_id} ({self.snapshot_time.isoformat()})"),
             ("schema version", self.schema_version), ("snapshots", self.snapshot_count),
             ("tables", len(self.tables)), ("views", ", ".join(self.views) or "-"),
@@ -298,6 +303,8 @@ class FileList:
 # ----------------------------------------------------------------------------------------------------------
 def summary(lake: Lake, *, at: SnapshotSelector = LATEST) -> LakeSummary:
     """The lake summary at a snapshot."""
+    known = format_version(lake.format_version)
+    assert known is not None
     with lake.reader() as r:
         meta = r.metadata()
         snap = at.resolve(r)
@@ -307,7 +314,8 @@ def summary(lake: Lake, *, at: SnapshotSelector = LATEST) -> LakeSummary:
                               schemas=schemas, storage_options=lake.storage_options)
         views = tuple(f"{v.schema_name}.{v.name}" for v in r.views(snap.snapshot_id))
         return LakeSummary(
-            catalog=lake.target.display(), backend=lake.backend.name, format_version=meta.version,
+            catalog=lake.target.display(), backend=lake.catalog_backend.name, format_version=known.version,
+            attached_by=known.attached_by, needs_migration=known.needs_migration,
             data_path=r.data_path, created_by=meta.created_by, snapshot_id=snap.snapshot_id,
             snapshot_time=snap.snapshot_time, schema_version=snap.schema_version, snapshot_count=r.snapshot_count(),
             tables=tuple(_table_summary(t, counts[t.table_id]) for t in tables), views=views,

@@ -25,9 +25,9 @@ def lake(tmp_path: Path, built_lakes: BuiltLakes) -> Path:
     return Path(spot.catalog)
 
 
-def _assert_one_line_error(res: object, *needles: str) -> None:
+def _assert_one_line_error(res: object, *needles: str, code: int = 1) -> None:
     rc, err = res.returncode, res.stderr  # type: ignore[attr-defined]
-    assert rc == 1, (rc, err)
+    assert rc == code, (rc, err)
     assert err.endswith("\n") and err.count("\n") == 1, err
     assert err.startswith("error: ") and "Traceback" not in err
     for n in needles:
@@ -67,13 +67,22 @@ def test_not_a_ducklake_postgres(pg_url: str) -> None:
     _assert_one_line_error(run_cli("inspect", pg_url), "holds no DuckLake catalog")
 
 
-def test_unsupported_version(lake: Path) -> None:
+@pytest.mark.parametrize(("version", "needles"), [
+    ("1.1-dev2", ("'1.1-dev2'", "which no DuckDB release writes")),  # a fork's string
+    ("banana", ("'banana'", "which no DuckDB release writes")),
+    ("1.1", ("DuckLake 1.1 catalog",)),  # inspect: DuckDB 2.0 wrote it; upgrade: no downgrade
+    ("1.1-dev1", ("DuckLake 1.1-dev1 catalog",)),
+    ("0.1", ("DuckLake 0.1 catalog", "older than this tool reads", "then run `ducklake upgrade`")),
+    ("0.3", ("says DuckLake 0.3 but lacks ducklake_data_file.partial_file_info",)),  # 1.0 tables under a 0.3 string
+])
+def test_unsupported_version(lake: Path, version: str, needles: tuple[str, ...]) -> None:
     con = sqlite3.connect(lake)
-    con.execute("UPDATE ducklake_metadata SET value = '0.3' WHERE key = 'version'")
+    con.execute("UPDATE ducklake_metadata SET value = ? WHERE key = 'version'", (version,))
     con.commit()
     con.close()
     before = _digest(lake)
-    _assert_one_line_error(run_cli("inspect", str(lake)), "'0.3'", "not supported")
+    for args in (["inspect", str(lake)], ["query", str(lake), "SELECT 1"], ["upgrade", str(lake), "--dry-run"]):
+        _assert_one_line_error(run_cli(*args), *needles, code=2)
     assert _digest(lake) == before
 
 

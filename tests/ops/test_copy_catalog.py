@@ -177,8 +177,8 @@ def test_a_non_empty_destination_is_refused_and_unchanged(history: History, tmp_
 def test_an_unknown_format_version_is_refused(history: History, tmp_path: Path) -> None:
     catalog, _ = moved_lake(history, tmp_path / "lake")
     with sqlite3.connect(catalog) as con:
-        con.execute("UPDATE ducklake_metadata SET value = '0.3' WHERE key = 'version'")
-    with pytest.raises(UnsupportedVersionError):
+        con.execute("UPDATE ducklake_metadata SET value = '1.1-dev2' WHERE key = 'version'")
+    with pytest.raises(UnsupportedVersionError, match="no DuckDB release writes"):
         copy_catalog(target(catalog), target(tmp_path / "new.sqlite"))
     assert not (tmp_path / "new.sqlite").exists()
 

@@ -1,0 +1,129 @@
+"""DuckLake catalog format versions: every string that exists, who writes and attaches each, what this tool does
+with each, and how a catalog's version is read (spec versions §1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from sqlalchemy import text
+
+from ducklake_cli.catalog import schema as s
+from ducklake_cli.errors import NotADuckLakeError, UnsupportedVersionError
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+    from ducklake_cli.catalog.backends import Backend
+
+
+class Support(Enum):
+    """What this tool does with a catalog of one version."""
+
+    CURRENT = "read and write"
+    LEGACY = "read only; `ducklake upgrade` moves it to 1.0"
+    LEGACY_DEV = "read only; attach it once with the DuckDB release named to finish its migration"
+    TOO_OLD = "not read; attach it once with DuckDB 1.3 or 1.4 first"
+    NEWER = "not read yet (DuckLake 1.1)"
+
+
+@dataclass(frozen=True)
+class FormatVersion:
+    """One DuckLake catalog version string and its place in the world."""
+
+    version: str
+    written_by: str
+    attached_by: str  # which DuckDB releases attach it as it is (no migration)
+    support: Support
+
+    @property
+    def needs_migration(self) -> bool:
+        """Whether DuckDB 1.5.2+ (and this tool, for writing) needs the catalog migrated first."""
+        return self.support is not Support.CURRENT
+
+    @property
+    def readable(self) -> bool:
+        """Whether this tool reads the catalog (in place, nothing written)."""
+        return self.support in (Support.CURRENT, Support.LEGACY, Support.LEGACY_DEV)
+
+    def to_json(self) -> dict[str, object]:
+        """`{"version", "written_by", "attached_by", "needs_migration", "support"}`."""
+        return {"version": self.version, "written_by": self.written_by, "attached_by": self.attached_by,
+                "needs_migration": self.needs_migration, "support": self.support.value}
+
+
+CURRENT = s.FORMAT_VERSION
+# Oldest first; the order migrations run in.
+KNOWN: dict[str, FormatVersion] = {v.version: v for v in (
+    FormatVersion("0.1", "DuckDB 1.3.0", "DuckDB 1.3.0", Support.TOO_OLD),
+    FormatVersion("0.2", "DuckDB 1.3.1-1.3.2", "DuckDB 1.3.1-1.3.2 (1.4 migrates it on attach)", Support.LEGACY),
+    FormatVersion("0.3-dev1", "DuckDB 1.3 extension builds after 2025-08", "DuckDB 1.3 extension builds after 2025-08",
+                  Support.LEGACY_DEV),
+    FormatVersion("0.3", "DuckDB 1.4.x", "DuckDB 1.4.x", Support.LEGACY),
+    FormatVersion("0.4-dev1", "DuckDB nightly builds of early 2026", "DuckDB nightly builds of early 2026",
+                  Support.LEGACY_DEV),
+    FormatVersion("0.4", "DuckDB 1.5.0-1.5.1", "DuckDB 1.5.0-1.5.1", Support.LEGACY),
+    FormatVersion("1.0", "DuckDB 1.5.2 and later 1.5.x", "DuckDB 1.5.2 and later, DuckDB 2.0", Support.CURRENT),
+    FormatVersion("1.1-dev1", "DuckDB nightly builds of Jun-Oct 2026", "no release", Support.NEWER),
+    FormatVersion("1.1", "DuckDB 2.0", "DuckDB 2.0", Support.NEWER),
+)}
+# The dev strings' migrations end at these releases (DuckDB re-runs the step before them tolerantly).
+_DEV_FINISHED_BY = {"0.3-dev1": "DuckDB 1.4.x", "0.4-dev1": "DuckDB 1.5.0 or 1.5.1"}
+
+
+def format_version(version: str | None) -> FormatVersion | None:
+    """What is known of a version string (None: unknown, e.g. a fork's own string)."""
+    return KNOWN.get(version or "")
+
+
+def order(version: str) -> int:
+    """Position of a known version in migration order."""
+    return list(KNOWN).index(version)
+
+
+def read_version(conn: Connection, backend: Backend) -> str | None:
+    """The catalog's `version` row (global scope), also from a 0.1 catalog whose metadata has no scope column;
+    refuses a database without DuckLake tables."""
+    present = backend.list_tables(conn)
+    if "ducklake_metadata" not in present or "ducklake_snapshot" not in present:
+        raise NotADuckLakeError(
+            f"{backend.target.display()} holds no DuckLake catalog (no ducklake_metadata table)",
+            hint="create one with `ducklake create-catalog`, or check --metadata-schema",
+        )
+    table = backend.qualify("ducklake_metadata")
+    columns = backend.column_names(conn, "ducklake_metadata")
+    scoped = " AND scope IS NULL" if "scope" in columns else ""
+    found = conn.execute(text(f"SELECT value FROM {table} WHERE {backend.quote('key')} = 'version'{scoped}")).first()
+    return None if found is None else str(found[0])
+
+
+def refusal(version: str | None, *, where: str, writing: bool) -> UnsupportedVersionError | None:
+    """The one-line error for a catalog this command cannot serve (None: it can)."""
+    known = format_version(version)
+    if known is None:
+        return UnsupportedVersionError(
+            f"{where} has DuckLake catalog version {version!r}, which no DuckDB release writes (a fork's or a "
+            "newer format); nothing was read or changed",
+            hint="open it with the tool that wrote it; `ducklake` reads 0.2-1.0 and writes 1.0")
+    if known.support is Support.NEWER:
+        return UnsupportedVersionError(
+            f"{where} is a DuckLake {version} catalog ({known.written_by}); this ducklake reads 0.2-1.0 and "
+            "writes 1.0",
+            hint="DuckDB 2.0 makes 1.0 catalogs with ATTACH … (DUCKLAKE_VERSION '1.0'), which DuckDB 1.5 and "
+            "ducklake both use")
+    if known.support is Support.TOO_OLD:
+        return UnsupportedVersionError(
+            f"{where} is a DuckLake {version} catalog ({known.written_by}), older than this tool reads",
+            hint="attach it once with DuckDB 1.3.1+ or 1.4 (they migrate 0.1 on attach), then run `ducklake upgrade`")
+    if writing and known.support is Support.LEGACY_DEV:
+        return UnsupportedVersionError(
+            f"{where} is a DuckLake {version} catalog (a development version, read only here)",
+            hint=f"attach it once with {_DEV_FINISHED_BY[version or '']} to finish its migration, then run "
+            "`ducklake upgrade`")
+    if writing and known.support is Support.LEGACY:
+        return UnsupportedVersionError(
+            f"{where} is a DuckLake {version} catalog ({known.written_by}); this tool reads it but writes only 1.0",
+            hint="run `ducklake upgrade` first (it plans, backs up and verifies; DuckDB 1.5.2+ and 2.0 read the "
+            "result, DuckDB 1.4 and older do not)")
+    return None
