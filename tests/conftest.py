@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from tests.support.built_lakes import BuiltLakes
 
 pytest_plugins = ["tests.support.services", "tests.support.oracle", "tests.support.spark", "tests.support.tiers",
-                  "tests.support.xdist_groups"]
+                  "tests.support.xdist_groups", "tests.support.legacy_lakes"]
 
 
 # A whole-suite run gets at most one worker per this many GiB of memory: each holds a Spark driver JVM (2 GiB heap),

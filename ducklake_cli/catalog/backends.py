@@ -186,6 +186,21 @@ class SQLiteBackend(Backend):
             kwargs["creator"] = lambda: sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
         return kwargs
 
+    def create_engine(self, *, read_only: bool) -> Engine:
+        """As for every backend, but each transaction starts with our own BEGIN: Python's sqlite3 driver opens one
+        only before INSERT/UPDATE/DELETE, so DDL first in a transaction (a migration, a new inlined-data table)
+        would otherwise be committed at once and not roll back with the rest."""
+        from sqlalchemy import event
+
+        engine = super().create_engine(read_only=read_only)
+
+        def autocommit_driver(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.isolation_level = None  # the driver opens no transaction by itself
+
+        event.listen(engine, "connect", autocommit_driver)
+        event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN"))
+        return engine
+
     def encode_timestamp(self, value: dt.datetime) -> object:
         """SQLite holds TIMESTAMPTZ as DuckDB's text rendering."""
         return format_timestamp_text(value)

@@ -165,7 +165,7 @@ def migrated_spec_copy(conn: Connection, backend: Backend, plan: CopyPlan, path:
     db = backend_for(CatalogTarget(backend="sqlite", path=path))
     engine = db.create_engine(read_only=False)
     with engine.begin() as dst:
-        create_tables(dst, db, plan, [])
+        create_tables(dst, db, replace(plan, inlined=(), inlined_deletes=()), [])
         for name in plan.spec:
             copy_spec_table(conn, backend, dst, db, plan, name, new_root=None, batch=5000)
         migrate(dst, db, plan.version)

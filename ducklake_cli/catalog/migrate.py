@@ -346,8 +346,8 @@ def migrate(conn: Connection, backend: Backend, source: str, target: str = s.FOR
 
 def op_rows(conn: Connection, backend: Backend, op: Op) -> int | None:
     """Rows one operation touches on this catalog (None: a new table or a rename, no rows)."""
-    if isinstance(op, Rewrite):
-        return op.count(conn, backend)
+    if isinstance(op, Rewrite):  # a table an earlier step creates has no rows yet
+        return op.count(conn, backend) if _exists(conn, backend, op.table) else 0
     if isinstance(op, AddColumn | DropColumn) and _exists(conn, backend, op.table):
         return _scalar(conn, f"SELECT COUNT(*) FROM {_q(backend, op.table)}")
     return None

@@ -26,7 +26,7 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -448,12 +448,19 @@ def compare_lake(
 ) -> None:
     """Compare every table at every given snapshot; fail once with all differences found."""
     expected = duckdb_lake_rows(spot, snapshots, with_rowid=with_rowid)  # oracle closed again before we open
+    compare_reads(expected, spot.catalog, spark, f"[{spot.backend}] {scenario}", with_rowid=with_rowid)
+
+
+def compare_reads(expected: Mapping[int, Mapping[str, TableRows]], catalog: str, spark: SparkSession, label: str, *,
+                  with_rowid: bool = False) -> None:
+    """Our reads of `catalog` against the expected rows of each table ("schema.table") at each snapshot; fail once
+    with all differences found."""
     failures: list[str] = []
     compared = 0
-    with ducklake_cli.connect(spot.catalog, read_only=True) as lake:
-        for sid in snapshots:
-            for name, want in expected[sid].items():
-                context = f"[{spot.backend}] {scenario}: {name} @ snapshot {sid}" + (" +rowid" if with_rowid else "")
+    with ducklake_cli.connect(catalog, read_only=True) as lake:
+        for sid, tables in expected.items():
+            for name, want in tables.items():
+                context = f"{label}: {name} @ snapshot {sid}" + (" +rowid" if with_rowid else "")
                 compared += 1
                 try:
                     df = lake.table(name, snapshot=sid, spark=spark, with_rowid=with_rowid)
@@ -462,7 +469,7 @@ def compare_lake(
                     failures.append(str(exc))
                 except Exception as exc:  # report every table, not just the first that raises
                     failures.append(f"{context}: {describe_error(exc)}")
-    assert compared, f"{scenario}: DuckDB shows no table at snapshots {snapshots}"
+    assert compared, f"{label}: DuckDB shows no table at snapshots {sorted(expected)}"
     if failures:
         shown = "\n\n".join(failures[:MAX_REPORTED])
         more = f"\n\n… and {len(failures) - MAX_REPORTED} more" if len(failures) > MAX_REPORTED else ""

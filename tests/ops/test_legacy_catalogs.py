@@ -1,0 +1,158 @@
+"""Older catalogs made by real DuckDB releases (1.3.2 → 0.2, 1.4.4 → 0.3, 1.5.1 → 0.4; SQLite, DuckDB-file and
+PostgreSQL; tests/support/legacy_lakes.py): `upgrade` leaves exactly DuckDB 1.5.5's migration, reads in place equal
+DuckDB's reads of its migrated twin, a SIGKILL at any step leaves the old catalog, the backup restores it, and the
+other commands serve them as they are."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ducklake_cli.catalog.migrate import path
+from tests.support.catalog_dump import dump
+from tests.support.cli import run_cli
+from tests.support.diff import compare_reads
+from tests.support.legacy_lakes import (
+    LegacyLake,
+    LegacyLakes,
+    catalog_copy,
+    duckdb_file_copy,
+    duckdb_migrated_twin,
+    legacy_cases,
+    legacy_read_attempt,
+    migrate_in_place,
+    needs_file_copy,
+    oracle_reads,
+    with_catalog,
+)
+from tests.support.services import pg_database, require_env
+from tests.support.tiers import all_snapshots, is_full
+
+CASES = legacy_cases()
+
+
+@pytest.fixture
+def pg_urls() -> Iterator[list[str]]:
+    """Two fresh PostgreSQL databases, made only when a test asks (its lake is on PostgreSQL)."""
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        yield [stack.enter_context(pg_database(require_env("DUCKLAKE_TEST_PG"))) for _ in range(2)]
+
+
+def _urls(backend: str, request: pytest.FixtureRequest) -> list[str | None]:
+    if backend != "postgres":
+        return [None, None]
+    return list(request.getfixturevalue("pg_urls"))
+
+
+def _upgraded(lake: LegacyLake, workdir: Path, pg_url: str | None, *extra: str) -> LegacyLake:
+    """A copy of the lake's catalog (same data files) upgraded to 1.0 by `ducklake upgrade`."""
+    ours = catalog_copy(lake, workdir, pg_url=pg_url)
+    done = run_cli("upgrade", ours.catalog, "--yes", "--format", "json", *(extra or ("--no-backup",)), cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["found"], result["target"], result["verify"]["healthy"]) == (lake.version, "1.0", True)
+    return ours
+
+
+@pytest.mark.parametrize(("release", "backend"), CASES)
+def test_upgrade_leaves_the_catalog_duckdbs_migration_leaves(release: str, backend: str, legacy_lakes: LegacyLakes,
+                                                              tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    lake = legacy_lakes.get(release, backend)
+    ours_pg, twin_pg = _urls(backend, request)
+    before = dump(lake.catalog)
+    ours = _upgraded(lake, tmp_path / "ours", ours_pg)
+    if needs_file_copy(lake):
+        # DuckDB 1.5.5 cannot migrate 0.2 on SQLite or PostgreSQL ("Unsupported ALTER TABLE type"): its migration
+        # of a DuckDB-file copy of the same catalog is the reference for what every snapshot reads.
+        twin = migrate_in_place(duckdb_file_copy(lake, tmp_path / "twin"))
+    else:
+        twin = duckdb_migrated_twin(lake, tmp_path / "twin", pg_url=twin_pg)
+        ours_rows, twin_rows = dump(ours.catalog), dump(twin.catalog)
+        assert sorted(ours_rows) == sorted(twin_rows)
+        for table in twin_rows:
+            assert ours_rows[table] == twin_rows[table], table
+    assert oracle_reads(ours.attach, lake.snapshots) == oracle_reads(twin.attach, lake.snapshots)
+    assert dump(lake.catalog) == before
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("release", "backend"), CASES)
+def test_reads_in_place_equal_duckdbs_reads_of_the_migrated_twin(
+        release: str, backend: str, legacy_lakes: LegacyLakes, spark: object, tmp_path: Path,
+        request: pytest.FixtureRequest) -> None:
+    lake = legacy_lakes.get(release, backend)
+    twin_pg = _urls(backend, request)[1]
+    twin = (migrate_in_place(duckdb_file_copy(lake, tmp_path / "twin")) if needs_file_copy(lake)
+            else duckdb_migrated_twin(lake, tmp_path / "twin", pg_url=twin_pg))
+    snapshots = list(lake.snapshots) if backend == "sqlite" or all_snapshots() else list(lake.snapshots[-3:])
+    before = dump(lake.catalog)
+    compare_reads(oracle_reads(twin.attach, snapshots), lake.catalog, spark,  # type: ignore[arg-type]
+                  f"[{backend}] DuckDB {release} lake ({lake.version}) read in place")
+    assert dump(lake.catalog) == before
+
+
+def _fault_points(version: str) -> list[str]:
+    """Where `DUCKLAKE_FAULT_AT` can kill the migration: before each operation and after each step."""
+    points = []
+    for step, _ in path(version):
+        points += [f"{step.source}-{step.target}:{i}" for i in range(len(step.ops))]
+        points.append(f"{step.source}-{step.target}:done")
+    return points
+
+
+@pytest.mark.parametrize(("release", "backend"), legacy_cases(default={("1.3.2", "duckdb"), ("1.4.4", "sqlite"),
+                                                                       ("1.4.4", "postgres")}))
+def test_a_sigkill_at_any_step_leaves_the_old_catalog(release: str, backend: str, legacy_lakes: LegacyLakes,
+                                                      tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    lake = legacy_lakes.get(release, backend)
+    ours = catalog_copy(lake, tmp_path / "ours", pg_url=_urls(backend, request)[0])
+    before = dump(ours.catalog)
+    points = _fault_points(lake.version)
+    if not is_full():  # every step's first operation and end, and the irreversible ones
+        points = [p for i, p in enumerate(points) if p.endswith((":0", ":done")) or "drop" in p or i % 5 == 0]
+    for point in points:
+        killed = run_cli("upgrade", ours.catalog, "--yes", "--no-backup", env={"DUCKLAKE_FAULT_AT": point})
+        assert killed.returncode == -9, (point, killed.stderr)
+        assert dump(ours.catalog) == before, point
+    # The release that made the catalog still attaches it and reads what it read before.
+    assert legacy_read_attempt(ours) == legacy_read_attempt(lake)
+
+
+@pytest.mark.parametrize(("release", "backend"), legacy_cases(default={("1.3.2", "sqlite"), ("1.4.4", "duckdb"),
+                                                                       ("1.5.1", "postgres")}))
+def test_the_backup_restores_the_old_catalog(release: str, backend: str, legacy_lakes: LegacyLakes, tmp_path: Path,
+                                             request: pytest.FixtureRequest) -> None:
+    lake = legacy_lakes.get(release, backend)
+    ours_pg, restore_pg = _urls(backend, request)
+    before = dump(lake.catalog)
+    ours = catalog_copy(lake, tmp_path / "ours", pg_url=ours_pg)
+    done = run_cli("upgrade", ours.catalog, "--yes", "--format", "json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    backup = result["backup"]
+    if backend != "postgres":
+        assert dump(backup) == before  # the backup is the old catalog, version string and all
+    if backend == "postgres":
+        assert result["restore"].startswith("drop the catalog's ducklake_* tables, then: ducklake copy-catalog")
+        restored = run_cli("copy-catalog", backup, str(restore_pg))
+        assert restored.returncode == 0, restored.stderr
+        target = str(restore_pg)
+    else:
+        assert result["restore"].startswith("cp ")
+        shutil.copy(backup, ours.catalog)
+        target = ours.catalog
+    restored = dump(target)
+    if backend == "postgres":  # inlined values come back in this ducklake's column types for them: same values
+        spec = {k for k in before if not k.startswith(("ducklake_inlined_data_", "ducklake_inlined_delete_"))}
+        assert {k: restored[k] for k in spec} == {k: before[k] for k in spec}
+        assert {k: len(v) for k, v in restored.items()} == {k: len(v) for k, v in before.items()}
+    else:
+        assert restored == before
+    # The release that made the catalog attaches the restored one as it attached its own.
+    assert legacy_read_attempt(with_catalog(lake, target)) == legacy_read_attempt(lake)
