@@ -17,7 +17,7 @@ from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.backends import Backend, backend_for
 from ducklake_cli.catalog.create import create_table_sql
 from ducklake_cli.catalog.inlined import stored_type, to_duckdb_text
-from ducklake_cli.catalog.migrate import layout, migrate, missing_columns
+from ducklake_cli.catalog.migrate import catalog_layout, check_layout, migrate
 from ducklake_cli.catalog.models import ColumnInfo
 from ducklake_cli.catalog.queries import FileQueries, as_bool
 from ducklake_cli.catalog.reader import MetadataReader
@@ -25,7 +25,7 @@ from ducklake_cli.catalog.schema import build_tables
 from ducklake_cli.catalog.types import INT_TYPES
 from ducklake_cli.catalog.url import CatalogTarget
 from ducklake_cli.catalog.versions import read_version, refusal
-from ducklake_cli.errors import CatalogExistsError, NotADuckLakeError, UnsupportedVersionError
+from ducklake_cli.errors import CatalogExistsError, NotADuckLakeError
 
 _MOD = 1 << 128
 _INLINED_DELETE = re.compile(re.escape(s.INLINED_DELETE_PREFIX) + r"\d+$")
@@ -92,34 +92,25 @@ class CopyPlan:
         return [*self.spec, *(p.name for p in self.inlined), *self.inlined_deletes]
 
 
-def plan_copy(conn: Connection, backend: Backend, *, inlined_from: tuple[Connection, Backend] | None = None,
-              spec_only: bool = False) -> CopyPlan:
+def plan_copy(conn: Connection, backend: Backend, *, spec_only: bool = False) -> CopyPlan:
     """Read the source's version, tables and the columns of its inlined-data tables; refuse versions this tool
     cannot read, a catalog whose tables do not match its version, and `ducklake_*` tables this tool cannot type.
-    An older version's inlined tables are typed from `inlined_from` (the same catalog migrated to 1.0), or from a
-    migrated copy of its spec tables made here."""
+    An older version's inlined tables are typed from a migrated copy of its spec tables made here."""
     version = read_version(conn, backend)
     refused = refusal(version, where=backend.target.display(), writing=False)
     if refused is not None:
         raise refused
     assert version is not None
+    check_layout(conn, backend, version)
     present = backend.list_tables(conn)
-    missing = missing_columns(conn, backend, version)
-    if missing:
-        raise UnsupportedVersionError(f"{backend.target.display()} says DuckLake {version} but lacks "
-                                f"{', '.join(missing[:4])}; nothing was read or changed",
-                                hint="a fork's or a half-migrated catalog: copy or migrate it with the tool that "
-                                "wrote it")
     t = s.metadata_t
     old_root = conn.execute(select(t.c.value).where(t.c.key == "data_path", t.c.scope.is_(None))).scalar() or ""
-    spec_layout = [entry for entry in layout(version) if entry[0] in present]
+    spec_layout = catalog_layout(conn, backend, version)
     deletes = sorted(n for n in present if _INLINED_DELETE.match(n))
     plan = CopyPlan(version, spec_layout, (), tuple(deletes), old_root)
     if spec_only:
         return plan
-    if inlined_from is not None:
-        inlined = plan_inlined(conn, backend, *inlined_from, present)
-    elif version == s.FORMAT_VERSION:
+    if version == s.FORMAT_VERSION:
         inlined = plan_inlined(conn, backend, conn, backend, present)
     else:
         with tempfile.TemporaryDirectory(prefix="ducklake-plan-") as tmp:

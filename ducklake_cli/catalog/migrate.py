@@ -19,6 +19,7 @@ from sqlalchemy import text
 
 from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.create import create_table_sql
+from ducklake_cli.errors import UnsupportedVersionError
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -272,18 +273,60 @@ def _order(version: str) -> int:
     return [st.source for st in STEPS].index(version) if version != s.FORMAT_VERSION else len(STEPS)
 
 
+def _required(version: str) -> list[tuple[tuple[str, ...], list[str]]]:
+    """(the names a table may have, the columns it must have) for a catalog of `version`. A `-dev1` catalog may
+    hold any part of the step it stands in: only what both ends of that step have is required, a renamed table
+    under either name."""
+    if version not in _DEV_STEP:
+        return [((name,), [c for c, _ in cols]) for name, cols, _ in layout(version)]
+    step = next(st for st in STEPS if st.source == _DEV_STEP[version])
+    renamed = {op.old: op.new for op in step.ops if isinstance(op, RenameTable)}
+    after = {name: {c for c, _ in cols} for name, cols, _ in layout(step.target)}
+    return [((name, renamed[name]) if name in renamed else (name,),
+             [c for c, _ in cols if c in after.get(renamed.get(name, name), set())])
+            for name, cols, _ in layout(step.source) if renamed.get(name, name) in after]
+
+
+def catalog_layout(conn: Connection, backend: Backend, version: str) -> s.Layout:
+    """The tables of this catalog as its version has them; a `-dev1` catalog's as they are (what the step it
+    stands in left: tables under their old or new name, with the columns of either end that exist)."""
+    if version not in _DEV_STEP:
+        return layout(version)
+    step = next(st for st in STEPS if st.source == _DEV_STEP[version])
+    present = backend.list_tables(conn)
+    kinds = {(name, c): k for v in (step.source, step.target) for name, cols, _ in layout(v) for c, k in cols}
+    keys = {name: pk for v in (step.source, step.target) for name, _, pk in layout(v)}
+    out: s.Layout = []
+    for name in dict.fromkeys(n for v in (step.source, step.target) for n, _, _ in layout(v)):
+        if name in present:
+            have = backend.column_names(conn, name)
+            out.append((name, [(c, kinds[(name, c)]) for c in have if (name, c) in kinds], keys.get(name)))
+    return out
+
+
 def missing_columns(conn: Connection, backend: Backend, version: str) -> list[str]:
     """`table.column` (or `table`) the version's layout has and the catalog lacks: a catalog whose version string
     does not match its tables (a fork, a half-migrated catalog)."""
     present = backend.list_tables(conn)
     out: list[str] = []
-    for name, cols, _ in layout(version):
-        if name not in present:
-            out.append(name)
+    for names, cols in _required(version):
+        name = next((n for n in names if n in present), None)
+        if name is None:
+            out.append(names[0])
             continue
         have = {c.lower() for c in backend.column_names(conn, name)}
-        out += [f"{name}.{c}" for c, _ in cols if c.lower() not in have]
+        out += [f"{name}.{c}" for c in cols if c.lower() not in have]
     return out
+
+
+def check_layout(conn: Connection, backend: Backend, version: str) -> None:
+    """Refuse a catalog whose tables do not match its version string (nothing is read or changed)."""
+    missing = missing_columns(conn, backend, version)
+    if missing:
+        raise UnsupportedVersionError(
+            f"{backend.target.display()} says DuckLake {version} but lacks {', '.join(missing[:4])}; nothing was "
+            "read or changed", hint="a fork's or a half-migrated catalog: restore it from a backup, or copy or "
+            "migrate it with the tool that wrote it")
 
 
 def _exists(conn: Connection, backend: Backend, table: str, column: str | None = None) -> bool:

@@ -92,6 +92,7 @@ def run_upsert(
     """`write --mode merge`: replace the table's rows whose `on` keys the input has (every column) and insert the
     others, as one snapshot; a missing table is created with the input's rows. Duplicate or NULL keys in the
     input are an `InputError` (found by the executors)."""
+    lake.refuse_writes()  # an older catalog: refused before any work
     from ducklake_cli.catalog.snapshots import LATEST
     from ducklake_cli.engine.ingest_duckdb import ingest_errors
     from ducklake_cli.engine.session import spark_errors
@@ -113,6 +114,7 @@ def run_merge(lake: Lake, table: str, frame: DataFrame, *, on: Sequence[str], wh
               author: str | None = None) -> ChangeResult:
     """MERGE `frame` (the table's columns, by name) into the existing `table` on equal `on` keys, as one snapshot.
     Duplicate or NULL keys in `frame` are an `InputError`."""
+    lake.refuse_writes()  # an older catalog: refused before any work
     from ducklake_cli.engine.ingest import conform
     from ducklake_cli.engine.session import spark_errors
     from ducklake_cli.ops.write import merge_keys, refuse_bad_keys

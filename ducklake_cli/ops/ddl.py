@@ -65,6 +65,7 @@ def run_ddl(lake: Lake, statements: Sequence[str], *, message: str | None = None
             author: str | None = None) -> DdlResult:
     """Parse every statement first (a bad one changes nothing), then commit each as its own snapshot. A statement
     that fails stops the script: `ScriptStoppedError` carries what the ones before it committed."""
+    lake.refuse_writes()  # an older catalog: refused before any work
     parsed = [p.parse_ddl(sql) for sql in statements]
     with lake.reader() as r:
         meta = r.metadata()

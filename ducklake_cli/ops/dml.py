@@ -546,6 +546,7 @@ def run_change(lake: Lake, statements: Sequence[str], *, dry_run: bool = False, 
                author: str | None = None, sources: Mapping[str, DataFrame] | None = None) -> ChangeResult:
     """Apply the statements in order and commit them as one snapshot (or, with `dry_run`, count what they would
     change and commit nothing). `sources`: DataFrames the statements may read by these (unqualified) names."""
+    lake.refuse_writes()  # an older catalog: refused before any work
     from ducklake_cli.engine.session import spark_errors
 
     parsed = parse_script(statements)

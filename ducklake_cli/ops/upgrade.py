@@ -166,12 +166,7 @@ def plan_upgrade(target: CatalogTarget, *, to: str = CURRENT, backup: CatalogTar
         with lake.connection(consistent=True) as conn:
             known = _check_upgradable(read_version(conn, lake.backend), to, where)
             found = known.version
-            missing = m.missing_columns(conn, lake.backend, found)
-            if missing:
-                raise UnsupportedVersionError(
-                    f"{where} says DuckLake {found} but lacks {', '.join(missing[:4])}; nothing was changed",
-                    hint="a fork's or a half-migrated catalog: restore it from a backup, or migrate it with the "
-                    "tool that wrote it")
+            m.check_layout(conn, lake.backend, found)
             steps = m.path(found, to) if found != to else []
             ops = tuple(PlannedOp(f"{st.source} -> {st.target}", op.describe(), m.op_rows(conn, lake.backend, op),
                                   isinstance(op, m.DropColumn) or (isinstance(op, m.Rewrite) and op.irreversible))

@@ -186,6 +186,7 @@ def run_write(
     `schema`: `--schema "col TYPE, …"` for CSV/JSON into a new table; `on_error`: `fail` or `skip` (CSV rows);
     `frame`: a DataFrame on the lake's Spark session instead (columns by name); `evolve`: add the input's new
     columns to the table and widen types where DuckLake allows it, in the same snapshot."""
+    lake.refuse_writes()  # an older catalog: refused before any work
     if mode not in (*MODES, "replace"):  # replace: CREATE OR REPLACE TABLE … AS (ops/dml.py)
         raise UsageError(f"--mode must be one of {', '.join(ALL_MODES)}, not {mode!r}")
     _check_input(source=source, query=query, frame=frame, input_format=input_format, schema=schema,

@@ -13,44 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import text
 
-from ducklake_cli.catalog.backends import backend_for
 from ducklake_cli.catalog.url import parse_catalog
 from ducklake_cli.ops import upgrade as upgrade_op
 from ducklake_cli.ops.upgrade import apply_upgrade, plan_upgrade
-from tests.support.catalog_dump import dump
+from tests.support.catalog_dump import dump, run_sql, set_version, version_of
 from tests.support.cli import run_cli
 from tests.support.spot import Spot
 
 ALL = ["sqlite", "duckdb", "postgres", "mysql"]
-
-
-def _sql(catalog: str, *statements: str, params: dict[str, Any] | None = None) -> list[Any]:
-    """Run statements straight on the catalog database (as another client would); rows of the last one."""
-    backend = backend_for(parse_catalog(catalog))
-    engine = backend.create_engine(read_only=False)
-    try:
-        with engine.begin() as conn:
-            rows: list[Any] = []
-            for st in statements:
-                result = conn.execute(text(st.replace("{q}", backend.qualify("ducklake_metadata"))), params or {})
-                rows = list(result.all()) if result.returns_rows else []
-            return rows
-    finally:
-        engine.dispose()
-
-
-def version_of(catalog: str) -> str:
-    """The stored version string."""
-    return str(_sql(catalog, "SELECT value FROM {q} WHERE " + ("`key`" if "mysql" in catalog else '"key"')
-                    + " = 'version'")[0][0])
-
-
-def set_version(catalog: str, version: str) -> None:
-    """Overwrite the version string."""
-    key = "`key`" if catalog.startswith("mysql") else '"key"'
-    _sql(catalog, f"UPDATE {{q}} SET value = :v WHERE {key} = 'version'", params={"v": version})
 
 
 @pytest.fixture
@@ -112,7 +83,7 @@ def test_a_commit_landing_meanwhile_makes_the_upgrade_start_over(v04: str, tmp_p
         done = real_copy(source, destination)
         copies.append(1)
         if len(copies) == 1:  # after the first backup, before the migration: a snapshot the backup lacks
-            _sql(v04, "INSERT INTO ducklake_snapshot SELECT snapshot_id + 1, snapshot_time, schema_version, "
+            run_sql(v04, "INSERT INTO ducklake_snapshot SELECT snapshot_id + 1, snapshot_time, schema_version, "
                       "next_catalog_id, next_file_id FROM ducklake_snapshot "
                       "WHERE snapshot_id = (SELECT MAX(snapshot_id) FROM ducklake_snapshot)")
         return done
@@ -122,7 +93,7 @@ def test_a_commit_landing_meanwhile_makes_the_upgrade_start_over(v04: str, tmp_p
     assert len(copies) == 2
     assert result.plan.snapshot_id == plan.snapshot_id + 1  # planned again
     assert version_of(v04) == "1.0"
-    newest = _sql(str(tmp_path / "b.sqlite"), "SELECT MAX(snapshot_id) FROM ducklake_snapshot")[0][0]
+    newest = run_sql(str(tmp_path / "b.sqlite"), "SELECT MAX(snapshot_id) FROM ducklake_snapshot")[0][0]
     assert newest == plan.snapshot_id + 1  # the backup that was kept holds the late commit
 
 
@@ -173,7 +144,7 @@ def test_postgres_rights_are_checked_before_the_backup(v04: str, tmp_path: Path)
     before = dump(v04)
     # A role that may read the catalog but owns none of its tables (ALTER TABLE needs the owner).
     role = f"dl_reader_{uuid.uuid4().hex[:8]}"
-    _sql(v04, f"CREATE ROLE {role} LOGIN PASSWORD 'r'", f"GRANT USAGE, CREATE ON SCHEMA public TO {role}",
+    run_sql(v04, f"CREATE ROLE {role} LOGIN PASSWORD 'r'", f"GRANT USAGE, CREATE ON SCHEMA public TO {role}",
          f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
     try:
         as_reader = v04.replace("lake:lake@", f"{role}:r@")
@@ -182,13 +153,13 @@ def test_postgres_rights_are_checked_before_the_backup(v04: str, tmp_path: Path)
         assert "run the upgrade as lake" in refused.stderr and ":r@" not in refused.stderr
         # A read-only session (a standby, or default_transaction_read_only).
         database = v04.rsplit("/", 1)[1]
-        _sql(v04, f"ALTER DATABASE {database} SET default_transaction_read_only = on")
+        run_sql(v04, f"ALTER DATABASE {database} SET default_transaction_read_only = on")
         refused = run_cli("upgrade", v04, "--yes", cwd=tmp_path)
         assert refused.returncode == 1 and "read-only" in refused.stderr, refused.stderr
-        _sql(v04, "SET TRANSACTION READ WRITE", f"ALTER DATABASE {database} RESET default_transaction_read_only")
+        run_sql(v04, "SET TRANSACTION READ WRITE", f"ALTER DATABASE {database} RESET default_transaction_read_only")
     finally:
-        _sql(v04, f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role}", f"REVOKE ALL ON SCHEMA public FROM {role}",
-             f"DROP ROLE {role}")
+        run_sql(v04, f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role}",
+                f"REVOKE ALL ON SCHEMA public FROM {role}", f"DROP ROLE {role}")
     assert dump(v04) == before
     assert not list(tmp_path.glob("*backup*"))
 
@@ -220,4 +191,22 @@ def test_every_write_to_an_older_catalog_is_refused_before_any_work(v04: str, tm
                  ["options", v04], ["verify", v04], ["inspect", v04, "--snapshots"]):
         read = run_cli(*args)
         assert read.returncode == 0, (args, read.stderr)
+    assert dump(v04) == before
+
+
+@pytest.mark.parametrize("spot", ["sqlite"], indirect=True)
+def test_the_python_api_reads_an_older_catalog_and_refuses_writes(v04: str) -> None:
+    import ducklake_cli
+    from ducklake_cli.errors import UnsupportedVersionError
+
+    before = dump(v04)
+    with ducklake_cli.connect(v04) as lake:
+        assert lake.format_version == "0.4" and lake.legacy_version == "0.4"
+        with lake.reader() as r:
+            assert r.metadata().version == "0.4"
+            assert [t.name for t in r.tables(r.latest_snapshot().snapshot_id)] == ["t"]
+        for attempt in (lambda: lake.delete("s.t", "true"), lambda: lake.update("s.t", {"i": "1"}),
+                        lambda: lake.commit(lambda tx: None)):
+            with pytest.raises(UnsupportedVersionError, match="reads it but writes only 1.0"):
+                attempt()
     assert dump(v04) == before

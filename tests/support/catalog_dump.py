@@ -1,4 +1,5 @@
-"""A catalog's whole content in one comparable form, whatever its backend: equal dumps mean equal catalogs."""
+"""A catalog as tests read and change it behind ducklake's back: its whole content in one comparable form whatever
+its backend (equal dumps mean equal catalogs), statements run straight on its database, its version string."""
 
 from __future__ import annotations
 
@@ -41,3 +42,30 @@ def dump(catalog: str) -> dict[str, list[str]]:
             return out
     finally:
         engine.dispose()
+
+
+def run_sql(catalog: str, *statements: str, params: dict[str, Any] | None = None) -> list[Any]:
+    """Run statements straight on the catalog database (as another client would); rows of the last one."""
+    backend = backend_for(parse_catalog(catalog))
+    engine = backend.create_engine(read_only=False)
+    try:
+        with engine.begin() as conn:
+            rows: list[Any] = []
+            for st in statements:
+                result = conn.execute(text(st.replace("{q}", backend.qualify("ducklake_metadata"))), params or {})
+                rows = list(result.all()) if result.returns_rows else []
+            return rows
+    finally:
+        engine.dispose()
+
+
+def version_of(catalog: str) -> str:
+    """The stored version string."""
+    return str(run_sql(catalog, "SELECT value FROM {q} WHERE " + ("`key`" if "mysql" in catalog else '"key"')
+                    + " = 'version'")[0][0])
+
+
+def set_version(catalog: str, version: str) -> None:
+    """Overwrite the version string."""
+    key = "`key`" if catalog.startswith("mysql") else '"key"'
+    run_sql(catalog, f"UPDATE {{q}} SET value = :v WHERE {key} = 'version'", params={"v": version})
