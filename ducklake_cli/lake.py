@@ -108,8 +108,6 @@ class Lake:
                    read_only=read_only, spark_settings=spark_settings)
         try:
             lake._check_version()
-            with lake.reader():
-                pass
         except DuckLakeError:
             lake.release()
             raise
@@ -132,16 +130,23 @@ class Lake:
             raise refused
 
     def _check_version(self) -> None:
-        """Refuse a version this tool cannot read; read an older one through a migrated private copy."""
+        """Refuse a version this tool cannot read; read an older one through a migrated private copy; then read
+        the metadata once (on the same connection for a 1.0 catalog)."""
         from ducklake_cli.catalog.versions import CURRENT, read_version, refusal
 
         with self.connection() as conn:
             version = read_version(conn, self.backend)
-        refused = refusal(version, where=self.target.display(), writing=False)
-        if refused is not None:
-            raise refused
-        if version != CURRENT:
-            self._read_migrated(str(version))
+            refused = refusal(version, where=self.target.display(), writing=False)
+            if refused is not None:
+                raise refused
+            if version == CURRENT:
+                reader = LakeReader(conn, self.backend, self.data_path_override)
+                reader.metadata()
+                self._data_path = reader.data_path
+                return
+        self._read_migrated(str(version))
+        with self.reader():
+            pass
 
     def _read_migrated(self, version: str) -> None:
         """Copy the catalog (read in one consistent transaction) into a temporary SQLite file, migrate the copy
