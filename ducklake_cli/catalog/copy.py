@@ -70,6 +70,7 @@ class InlinedPlan:
     name: str
     columns: tuple[ColumnInfo, ...]
     physical: tuple[str, ...]
+    sqlite_sql: str | None = None  # a SQLite source's own CREATE TABLE: a SQLite copy gets it and the stored values
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,9 @@ def plan_inlined(conn: Connection, backend: Backend, meta: Connection, meta_back
             raise NotADuckLakeError(f"cannot copy {r.table_name}: table {r.table_id} has no columns at snapshot {at}")
         columns = tuple(versions[0].columns)
         physical = tuple(queries.inlined_column_names(r.table_name, columns))
-        inlined.append(InlinedPlan(r.table_name, columns, physical))
+        own = (conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                    (r.table_name,)).scalar() if backend.name == "sqlite" else None)
+        inlined.append(InlinedPlan(r.table_name, columns, physical, own))
     return inlined
 
 
@@ -201,6 +204,10 @@ def create_tables(conn: Connection, backend: Backend, plan: CopyPlan, created: l
         conn.exec_driver_sql(create_table_sql(backend, name, columns, pk))
         created.append(name)
     for p in plan.inlined:
+        if p.sqlite_sql and backend.name == "sqlite":
+            conn.exec_driver_sql(p.sqlite_sql)
+            created.append(p.name)
+            continue
         cols = "".join(f", {backend.quote(c.name)} {backend.inlined_column_type(c.type, stored_type(c))}"
                        for c in p.columns)
         conn.exec_driver_sql(f"CREATE TABLE {backend.qualify(p.name)}(row_id BIGINT, begin_snapshot BIGINT, "
@@ -355,9 +362,12 @@ def _inlined_select(conn: Connection, backend: Backend, name: str, physical: Seq
 
 def copy_inlined_table(src: Connection, sb: Backend, dst: Connection, db: Backend, plan: InlinedPlan, *,
                        batch: int) -> TableCopy:
-    """Stream one inlined-data table across, each value re-encoded for the destination's column types."""
+    """Stream one inlined-data table across, each value re-encoded for the destination's column types (SQLite to
+    SQLite: the rows as stored)."""
     from sqlalchemy import text
 
+    if plan.sqlite_sql and sb.name == db.name == "sqlite":
+        return _copy_stored_rows(src, sb, dst, db, plan.name, batch=batch)
     out = TableCopy(plan.name)
     cols = plan.columns
     names = ", ".join(db.quote(c.name) for c in cols)
@@ -382,6 +392,27 @@ def copy_inlined_table(src: Connection, sb: Backend, dst: Connection, db: Backen
         values = _canonical([tuple(r)[3:] for r in rows], cols)
         for r, vals in zip(rows, values, strict=True):
             out.copy.add((int(r[0]), r[1], r[2], *(t for t, _ in vals)))
+    return out
+
+
+def _copy_stored_rows(src: Connection, sb: Backend, dst: Connection, db: Backend, name: str, *,
+                      batch: int) -> TableCopy:
+    """Every row of a table exactly as stored, into the same table of another database of the same kind."""
+    from sqlalchemy import text
+
+    out = TableCopy(name)
+    insert_sql: str | None = None
+    for rows in _batches(src, text(f"SELECT * FROM {sb.qualify(name)}"), batch):
+        staged = [tuple(r) for r in rows]
+        if insert_sql is None and staged:
+            insert_sql = f"INSERT INTO {db.qualify(name)} VALUES ({', '.join('?' for _ in staged[0])})"
+        for row in staged:
+            out.source.add(row)
+        if staged and insert_sql is not None:
+            dst.exec_driver_sql(insert_sql, staged)
+    for rows in _batches(dst, text(f"SELECT * FROM {db.qualify(name)}"), batch):
+        for r in rows:
+            out.copy.add(tuple(r))
     return out
 
 
