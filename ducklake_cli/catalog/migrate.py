@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -394,8 +394,3 @@ def op_rows(conn: Connection, backend: Backend, op: Op) -> int | None:
     if isinstance(op, AddColumn | DropColumn) and _exists(conn, backend, op.table):
         return _scalar(conn, f"SELECT COUNT(*) FROM {_q(backend, op.table)}")
     return None
-
-
-def describe_steps(steps: Sequence[tuple[Step, bool]]) -> list[str]:
-    """Every operation of the steps as plan lines."""
-    return [f"{st.source} -> {st.target}: {op.describe()}" for st, _ in steps for op in st.ops]

@@ -42,15 +42,6 @@ class FormatVersion:
         """Whether DuckDB 1.5.2+ (and this tool, for writing) needs the catalog migrated first."""
         return self.support is not Support.CURRENT
 
-    @property
-    def readable(self) -> bool:
-        """Whether this tool reads the catalog (in place, nothing written)."""
-        return self.support in (Support.CURRENT, Support.LEGACY, Support.LEGACY_DEV)
-
-    def to_json(self) -> dict[str, object]:
-        """`{"version", "written_by", "attached_by", "needs_migration", "support"}`."""
-        return {"version": self.version, "written_by": self.written_by, "attached_by": self.attached_by,
-                "needs_migration": self.needs_migration, "support": self.support.value}
 
 
 CURRENT = s.FORMAT_VERSION

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import datetime as dt
 import shlex
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from ducklake_cli.catalog import migrate as m
 from ducklake_cli.catalog.url import CatalogTarget
@@ -168,11 +168,13 @@ def plan_upgrade(target: CatalogTarget, *, to: str = CURRENT, backup: CatalogTar
             found = known.version
             m.check_layout(conn, lake.backend, found)
             steps = m.path(found, to) if found != to else []
-            ops = tuple(PlannedOp(f"{st.source} -> {st.target}", op.describe(), m.op_rows(conn, lake.backend, op),
-                                  isinstance(op, m.DropColumn) or (isinstance(op, m.Rewrite) and op.irreversible))
-                        for st, _ in steps for op in st.ops)
-            snapshot_id = int(conn.execute(text(
-                f"SELECT MAX(snapshot_id) FROM {lake.backend.qualify('ducklake_snapshot')}")).scalar() or 0)
+            ops = tuple(
+                planned for st, _ in steps for planned in (
+                    *(PlannedOp(f"{st.source} -> {st.target}", op.describe(), m.op_rows(conn, lake.backend, op),
+                                isinstance(op, m.DropColumn) or (isinstance(op, m.Rewrite) and op.irreversible))
+                      for op in st.ops),
+                    PlannedOp(f"{st.source} -> {st.target}", f"set the version to '{st.target}'", 1, False)))
+            snapshot_id = _latest_snapshot(conn, lake)
         transactional = lake.backend.transactional_ddl
     finally:
         lake.close()
@@ -204,12 +206,16 @@ def _remove(backup: CatalogTarget) -> None:
             leftover.unlink(missing_ok=True)
 
 
+def _latest_snapshot(conn: Connection, lake: Lake) -> int:
+    return int(conn.execute(text(f"SELECT MAX(snapshot_id) FROM {lake.backend.qualify('ducklake_snapshot')}"))
+               .scalar() or 0)
+
+
 def _backed_up_snapshot(backup: CatalogTarget) -> int:
     lake = Lake(backup, read_only=True)
     try:
         with lake.connection() as conn:
-            return int(conn.execute(text(
-                f"SELECT MAX(snapshot_id) FROM {lake.backend.qualify('ducklake_snapshot')}")).scalar() or 0)
+            return _latest_snapshot(conn, lake)
     finally:
         lake.close()
 
@@ -227,9 +233,7 @@ def _migrate(plan: UpgradePlan, expected_snapshot: int) -> dict[str, int]:
             if why:
                 raise DuckLakeError(f"cannot upgrade {plan.catalog}: {why}; nothing was changed")
             version = read_version(conn, lake.backend)
-            latest = int(conn.execute(text(
-                f"SELECT MAX(snapshot_id) FROM {lake.backend.qualify('ducklake_snapshot')}")).scalar() or 0)
-            if version != plan.found or latest != expected_snapshot:
+            if version != plan.found or _latest_snapshot(conn, lake) != expected_snapshot:
                 raise _Changed
             return m.migrate(conn, lake.backend, plan.found, plan.target)
     finally:
@@ -277,4 +281,4 @@ def apply_upgrade(plan: UpgradePlan) -> UpgradeResult:
                                   "nothing was changed", hint="stop the writers and run `ducklake upgrade` again")
     with Lake.open(plan.target_ref, read_only=True) as lake:
         report = verify(lake)
-    return UpgradeResult(replace(plan), rewritten, report)
+    return UpgradeResult(plan, rewritten, report)
