@@ -291,8 +291,7 @@ class FileQueries:
         """The physical name of each column in an inlined-data table. DuckDB's postgres scanner quotes a name only
         when DuckDB needs it, so PostgreSQL folds `"Id"` to `id`: match exactly, then ignoring case, then by place."""
         if table_name not in self._inlined_names:
-            keys = self.conn.exec_driver_sql(f"SELECT * FROM {self.backend.qualify(table_name)} WHERE 1 = 0").keys()
-            self._inlined_names[table_name] = [str(k) for k in keys][3:]
+            self._inlined_names[table_name] = [str(k) for k in self.backend.column_names(self.conn, table_name)][3:]
         physical = self._inlined_names[table_name]
         exact = set(physical)
         folded: dict[str, list[str]] = defaultdict(list)

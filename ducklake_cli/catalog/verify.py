@@ -77,8 +77,7 @@ def inlined_findings(conn: Connection, backend: Backend, refs: Iterable[InlinedR
                                                         f"{ref.schema_version}) is registered but does not exist",
                                ref.table_id))
             continue
-        columns = conn.exec_driver_sql(f"SELECT * FROM {backend.qualify(ref.table_name)} WHERE 1 = 0").keys()
-        names = {str(k).lower() for k in columns}
+        names = {str(k).lower() for k in backend.column_names(conn, ref.table_name)}
         lacking = [c for c in INLINED_COLUMNS if c not in names]
         if lacking:
             out.append(Finding("broken_inlined_table", f"inlined-data table {ref.table_name} lacks the column(s) "

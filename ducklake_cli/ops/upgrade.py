@@ -222,16 +222,13 @@ def _backed_up_snapshot(backup: CatalogTarget) -> int:
 
 def _migrate(plan: UpgradePlan, expected_snapshot: int) -> dict[str, int]:
     """The migration in one transaction, after locking out writers and re-checking that the catalog is the one
-    planned (and backed up) and that we may alter it."""
+    planned (and backed up); `check_rights` ran before the backup."""
     lake = Lake(plan.target_ref)
     try:
         with lake.connection(write=True) as conn:
             lock = lake.backend.lock_snapshots_sql()
             if lock:
                 conn.exec_driver_sql(lock)
-            why = lake.backend.migration_refusal(conn)
-            if why:
-                raise DuckLakeError(f"cannot upgrade {plan.catalog}: {why}; nothing was changed")
             version = read_version(conn, lake.backend)
             if version != plan.found or _latest_snapshot(conn, lake) != expected_snapshot:
                 raise _Changed
