@@ -54,6 +54,20 @@ class LakeReader(MetadataReader):
         return root
 
 
+def _check_dev11(conn: Connection, backend: Backend) -> None:
+    """A 1.1-dev1 catalog's tables depend on the nightly build that wrote it: read it only when it has every table
+    and column of 1.1."""
+    from ducklake_cli.catalog.migrate import missing_columns
+    from ducklake_cli.errors import UnsupportedVersionError
+
+    missing = missing_columns(conn, backend, "1.1")
+    if missing:
+        raise UnsupportedVersionError(
+            f"{backend.target.display()} is a DuckLake 1.1-dev1 catalog written by a nightly build that lacks "
+            f"{', '.join(missing[:4])}; nothing was read or changed",
+            hint="run `ducklake upgrade --to 1.1` (it adds what is missing and backs up first)")
+
+
 LOCK_WAIT_S = 15.0  # how long opening a catalog file another process has locked is retried
 
 
@@ -76,6 +90,8 @@ class Lake:
         self.storage_options: dict[str, Any] = dict(storage_options or {})
         self.read_only = read_only
         self._engine: Engine | None = None
+        # The catalog's own format version, once opened (`open`).
+        self.version: str | None = None
         # The catalog's own format version when it is older than 1.0: reads then go to a private copy migrated
         # to 1.0 (`_migrated`), and nothing may be written.
         self.legacy_version: str | None = None
@@ -100,9 +116,9 @@ class Lake:
         read_only: bool = False,
         spark_settings: SparkSettings | None = None,
     ) -> Self:
-        """Open a DuckLake from a path, URL or `ducklake:` ATTACH string and check its format version: 1.0 is read
-        and written; 0.2-0.4 is read (from a private copy migrated to 1.0) and every write is refused; any other
-        version is refused."""
+        """Open a DuckLake from a path, URL or `ducklake:` ATTACH string and check its format version: 1.0 and 1.1
+        are read and written; 1.1-dev1 is read in place; 0.2-0.4 is read (from a private copy migrated to 1.0); every
+        write to those is refused; any other version is refused."""
         target = catalog if isinstance(catalog, CatalogTarget) else parse_catalog(catalog)
         lake = cls(target.with_schema(metadata_schema), data_path=data_path, storage_options=storage_options,
                    read_only=read_only, spark_settings=spark_settings)
@@ -118,28 +134,38 @@ class Lake:
         """The catalog's DuckLake format version (an older catalog's own, not its migrated copy's)."""
         from ducklake_cli.catalog.versions import CURRENT
 
-        return self.legacy_version or CURRENT
+        return self.version or CURRENT
+
+    @property
+    def v11(self) -> bool:
+        """Whether the catalog has DuckLake 1.1's tables and rules."""
+        from ducklake_cli.catalog.versions import is_v11
+
+        return is_v11(self.format_version)
 
     def refuse_writes(self) -> None:
-        """Stop a command that will write before it does any work, when the catalog is an older version."""
-        if self.legacy_version is not None:
-            from ducklake_cli.catalog.versions import refusal
+        """Stop a command that will write before it does any work, when the catalog's version is read only here."""
+        from ducklake_cli.catalog.versions import refusal
 
-            refused = refusal(self.legacy_version, where=self.target.display(), writing=True)
-            assert refused is not None
-            raise refused
+        if self.version is not None:
+            refused = refusal(self.version, where=self.target.display(), writing=True)
+            if refused is not None:
+                raise refused
 
     def _check_version(self) -> None:
         """Refuse a version this tool cannot read; read an older one through a migrated private copy; then read
-        the metadata once (on the same connection for a 1.0 catalog)."""
-        from ducklake_cli.catalog.versions import CURRENT, read_version, refusal
+        the metadata once (on the same connection for a catalog read in place)."""
+        from ducklake_cli.catalog.versions import IN_PLACE, read_version, refusal
 
         with self.connection() as conn:
             version = read_version(conn, self.backend)
             refused = refusal(version, where=self.target.display(), writing=False)
             if refused is not None:
                 raise refused
-            if version == CURRENT:
+            if version == "1.1-dev1":
+                _check_dev11(conn, self.backend)
+            if version in IN_PLACE:
+                self.version = version
                 reader = LakeReader(conn, self.backend, self.data_path_override)
                 reader.metadata()
                 self._data_path = reader.data_path
@@ -162,7 +188,7 @@ class Lake:
             workdir.cleanup()
             raise
         self.close()
-        self._migrated, self.legacy_version = workdir, version
+        self._migrated, self.legacy_version, self.version = workdir, version, version
         self.backend = backend_for(CatalogTarget(backend="sqlite", path=path, label=self.target.display()))
 
     @property

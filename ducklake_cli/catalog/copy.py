@@ -111,7 +111,7 @@ def plan_copy(conn: Connection, backend: Backend, *, spec_only: bool = False) ->
     plan = CopyPlan(version, spec_layout, (), tuple(deletes), old_root)
     if spec_only:
         return plan
-    if version == s.FORMAT_VERSION:
+    if version in IN_PLACE:
         inlined = plan_inlined(conn, backend, conn, backend, present)
     else:
         with tempfile.TemporaryDirectory(prefix="ducklake-plan-") as tmp:

@@ -1,4 +1,4 @@
-"""Create a new DuckLake v1.0 catalog exactly as DuckDB's extension does (spec §1)."""
+"""Create a new DuckLake catalog (1.0 or 1.1) exactly as DuckDB's extension does (spec §1; versions §2.6)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def create_table_sql(backend: Backend, name: str, columns: list[tuple[str, str]]
 
 def existing_catalog_tables(conn: Connection, backend: Backend) -> set[str]:
     """The spec tables already present (any one of them means: not ours to create)."""
-    wanted = {name for name, _, _ in s.SPEC_TABLES}
+    wanted = {name for name, _, _ in s.SPEC_TABLES_V11}
     return wanted & backend.list_tables(conn)
 
 
@@ -44,8 +44,9 @@ def create_database_file(backend: Backend, *, storage_version: str = NEW_FILE_ST
     return True
 
 
-def create_catalog(conn: Connection, backend: Backend, *, data_path: str, now: dt.datetime | None = None) -> None:
-    """Create the 28 tables and the initial rows in the open transaction of `conn`."""
+def create_catalog(conn: Connection, backend: Backend, *, data_path: str, now: dt.datetime | None = None,
+                   version: str = s.FORMAT_VERSION) -> None:
+    """Create the tables of `version` (1.0: 28, 1.1: 29) and the initial rows in the open transaction of `conn`."""
     found = existing_catalog_tables(conn, backend)
     if found:
         raise CatalogExistsError(
@@ -56,7 +57,7 @@ def create_catalog(conn: Connection, backend: Backend, *, data_path: str, now: d
     schema_sql = backend.create_schema_sql()
     if schema_sql:
         conn.exec_driver_sql(schema_sql)
-    for name, columns, pk in s.SPEC_TABLES:
+    for name, columns, pk in s.spec_tables(version):
         conn.exec_driver_sql(create_table_sql(backend, name, columns, pk))
     when = backend.encode_timestamp(now or dt.datetime.now(dt.UTC))
     conn.execute(insert(s.snapshot_t), [{
@@ -67,7 +68,7 @@ def create_catalog(conn: Connection, backend: Backend, *, data_path: str, now: d
         "author": None, "commit_message": None, "commit_extra_info": None,
     }])
     conn.execute(insert(s.metadata_t), [
-        {"key": "version", "value": s.FORMAT_VERSION, "scope": None, "scope_id": None},
+        {"key": "version", "value": version, "scope": None, "scope_id": None},
         {"key": "created_by", "value": f"ducklake-cli {__version__}", "scope": None, "scope_id": None},
         {"key": "data_path", "value": data_path, "scope": None, "scope_id": None},
         {"key": "encrypted", "value": "false", "scope": None, "scope_id": None},

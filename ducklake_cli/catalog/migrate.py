@@ -187,6 +187,146 @@ def _count_global_schema_versions(conn: Connection, backend: Backend) -> int:
     return _scalar(conn, f"SELECT COUNT(*) FROM {_q(backend, 'ducklake_schema_versions')}")
 
 
+def _companions(conn: Connection, backend: Backend) -> list[tuple[str, list[str]]]:
+    """Every registered inlined-data table with its columns in order (a registered table that is missing is a
+    broken catalog: refused, as DuckDB's migration does)."""
+    present = backend.list_tables(conn)
+    out: list[tuple[str, list[str]]] = []
+    names = [str(r[0]) for r in conn.execute(text(
+        f"SELECT DISTINCT table_name FROM {_q(backend, 'ducklake_inlined_data_tables')} ORDER BY table_name"))]
+    for name in names:
+        if name not in present:
+            raise UnsupportedVersionError(
+                f"{backend.target.display()} registers the inlined-data table {name}, which does not exist; nothing "
+                "was changed", hint="run `ducklake verify` and restore the catalog from a backup")
+        out.append((name, backend.column_names(conn, name)))
+    return out
+
+
+def inlined_renames(conn: Connection, backend: Backend) -> list[tuple[str, str, str]]:
+    """`(inlined table, old column, new column)` for every system column 1.1 renames (spec versions §2.6 step 1);
+    refuses a table whose leading columns are neither 1.0's nor 1.1's names, or whose user columns take a new
+    name."""
+    out: list[tuple[str, str, str]] = []
+    for name, cols in _companions(conn, backend):
+        if len(cols) < 3:
+            raise UnsupportedVersionError(
+                f"inlined-data table {name} has an unexpected column layout ({', '.join(cols)}); nothing was "
+                "changed", hint="run `ducklake verify`; flush or restore the table before upgrading")
+        for pos, (old, new) in enumerate(zip(s.INLINED_SYSTEM_V10, s.INLINED_SYSTEM_V11, strict=True)):
+            have = cols[pos]
+            if have.lower() == new:
+                continue
+            if have.lower() != old:
+                raise UnsupportedVersionError(
+                    f"inlined-data table {name} has an unexpected column layout (column {pos + 1} is {have!r}); "
+                    "nothing was changed", hint="run `ducklake verify`; flush or restore the table before upgrading")
+            out.append((name, have, new))
+        clash = [c for c in cols[3:] if c.lower() in s.INLINED_SYSTEM_V11]
+        if clash:
+            raise UnsupportedVersionError(
+                f"inlined-data table {name} has a user column {clash[0]!r} colliding with a renamed system column; "
+                "nothing was changed", hint="rename the column and flush the inlined data (`ducklake maintain "
+                "flush`) before upgrading")
+    return out
+
+
+def _rename_inlined(conn: Connection, backend: Backend, tolerant: bool) -> int:
+    renames = inlined_renames(conn, backend)
+    for name, old, new in renames:
+        conn.exec_driver_sql(f"ALTER TABLE {_q(backend, name)} RENAME COLUMN {backend.quote(old)} TO "
+                             f"{backend.quote(new)}")
+    return len(renames)
+
+
+def _count_inlined_renames(conn: Connection, backend: Backend) -> int:
+    return len(inlined_renames(conn, backend))
+
+
+_MISSING_VERSIONS = (
+    "FROM {idt} i JOIN {sn} cur ON i.schema_version <= cur.schema_version "
+    "JOIN {sn} prev ON prev.snapshot_id = cur.snapshot_id - 1 AND prev.schema_version < i.schema_version "
+    "WHERE NOT EXISTS (SELECT 1 FROM {sv} v WHERE v.table_id = i.table_id AND v.schema_version = i.schema_version) "
+    "AND (SELECT COUNT(*) FROM {sv} w WHERE w.table_id = i.table_id AND w.begin_snapshot <= cur.snapshot_id) > 1")
+
+
+def _missing_versions(conn: Connection, backend: Backend) -> list[tuple[int, int, int]]:
+    """`(snapshot, schema version, table)` rows `ducklake_schema_versions` lacks for an inlined-data table: the
+    commit that stepped the global schema version over the inlined table's version (spec versions §2.6 step 3)."""
+    sql = _MISSING_VERSIONS.format(idt=_q(backend, "ducklake_inlined_data_tables"),
+                                   sn=_q(backend, "ducklake_snapshot"), sv=_q(backend, "ducklake_schema_versions"))
+    rows = conn.execute(text(f"SELECT MIN(cur.snapshot_id), i.schema_version, i.table_id {sql} "
+                             "GROUP BY i.table_id, i.schema_version")).all()
+    return [(int(a), int(b), int(c)) for a, b, c in rows]
+
+
+def _repair_schema_versions(conn: Connection, backend: Backend, tolerant: bool) -> int:
+    missing = _missing_versions(conn, backend)
+    if missing:
+        conn.execute(text(f"INSERT INTO {_q(backend, 'ducklake_schema_versions')}(begin_snapshot, schema_version, "
+                          "table_id) VALUES (:b, :v, :t)"), [{"b": b, "v": v, "t": t} for b, v, t in missing])
+    return len(missing)
+
+
+def _count_missing_versions(conn: Connection, backend: Backend) -> int:
+    return len(_missing_versions(conn, backend))
+
+
+_LOST_DEFAULTS = ("FROM {col} c WHERE c.parent_column IS NOT NULL AND c.initial_default IS NULL AND EXISTS ("
+                  "SELECT 1 FROM {col} p WHERE p.table_id = c.table_id AND p.column_id = c.column_id "
+                  "AND p.begin_snapshot < c.begin_snapshot AND p.initial_default IS NOT NULL)")
+
+
+def _repair_struct_defaults(conn: Connection, backend: Backend, tolerant: bool) -> int:
+    """Struct fields whose default an older writer lost on RENAME get it back from their latest earlier row (spec
+    versions §2.6 step 4)."""
+    col = _q(backend, "ducklake_column")
+    rows = conn.execute(text(f"SELECT c.table_id, c.column_id, c.begin_snapshot {_LOST_DEFAULTS.format(col=col)}"))
+    updates = []
+    for table_id, column_id, begin in rows.all():
+        src = conn.execute(text(
+            f"SELECT initial_default, default_value, default_value_type, default_value_dialect FROM {col} "
+            "WHERE table_id = :t AND column_id = :c AND begin_snapshot < :b AND initial_default IS NOT NULL "
+            "ORDER BY begin_snapshot DESC LIMIT 1"), {"t": table_id, "c": column_id, "b": begin}).one()
+        updates.append({"t": table_id, "c": column_id, "b": begin, "i": src[0], "d": src[1], "k": src[2],
+                        "l": src[3]})
+    if updates:
+        conn.execute(text(
+            f"UPDATE {col} SET initial_default = :i, default_value = :d, default_value_type = :k, "
+            "default_value_dialect = :l WHERE table_id = :t AND column_id = :c AND begin_snapshot = :b"), updates)
+    return len(updates)
+
+
+def _count_lost_defaults(conn: Connection, backend: Backend) -> int:
+    return _scalar(conn, f"SELECT COUNT(*) {_LOST_DEFAULTS.format(col=_q(backend, 'ducklake_column'))}")
+
+
+_RETYPED = ("SELECT table_id, column_id FROM {col} GROUP BY table_id, column_id "
+            "HAVING COUNT(DISTINCT column_type) > 1")
+
+
+def _clear_retyped_bounds(conn: Connection, backend: Backend, tolerant: bool) -> int:
+    """Bounds of columns whose type ever changed are cleared: an older writer may have kept them in the old type,
+    which re-parses to a narrower bound (spec versions §2.6 step 5; NULL bounds cost only pruning)."""
+    retyped = _RETYPED.format(col=_q(backend, "ducklake_column"))
+    done = 0
+    for table in ("ducklake_table_column_stats", "ducklake_file_column_stats"):
+        done += conn.execute(text(
+            f"UPDATE {_q(backend, table)} SET min_value = NULL, max_value = NULL WHERE "
+            "(min_value IS NOT NULL OR max_value IS NOT NULL) AND EXISTS (SELECT 1 FROM "
+            f"({retyped}) r WHERE r.table_id = {_q(backend, table)}.table_id AND "
+            f"r.column_id = {_q(backend, table)}.column_id)")).rowcount or 0
+    return done
+
+
+def _count_retyped_bounds(conn: Connection, backend: Backend) -> int:
+    retyped = _RETYPED.format(col=_q(backend, "ducklake_column"))
+    return sum(_scalar(conn, f"SELECT COUNT(*) FROM {_q(backend, t)} x JOIN ({retyped}) r ON r.table_id = "
+                             "x.table_id AND r.column_id = x.column_id WHERE x.min_value IS NOT NULL OR "
+                             "x.max_value IS NOT NULL")
+               for t in ("ducklake_table_column_stats", "ducklake_file_column_stats"))
+
+
 def _spec_columns(name: str) -> Columns:
     return list(next(cols for n, cols, _ in s.SPEC_TABLES if n == name))
 
@@ -231,8 +371,23 @@ STEPS: tuple[Step, ...] = (
     ), notes=("irreversible: ducklake_data_file.partial_file_info is dropped after 'partial_max:<N>' is copied "
               "out of it; any other content of that column is lost, as in DuckDB's migration",)),
     Step("0.4", "1.0", ()),
+    Step("1.0", "1.1", (
+        Rewrite("rename the inlined-data tables' row_id, begin_snapshot, end_snapshot to _ducklake_row_id, "
+                "_ducklake_begin_snapshot, _ducklake_end_snapshot", "ducklake_inlined_data_tables",
+                _rename_inlined, _count_inlined_renames, irreversible=True),
+        Rewrite("add the ducklake_schema_versions rows older writers left out for inlined-data tables",
+                "ducklake_schema_versions", _repair_schema_versions, _count_missing_versions),
+        Rewrite("give renamed struct fields back the defaults older writers lost", "ducklake_column",
+                _repair_struct_defaults, _count_lost_defaults),
+        Rewrite("clear the min/max bounds of columns whose type changed (older writers kept the old type's)",
+                "ducklake_table_column_stats", _clear_retyped_bounds, _count_retyped_bounds),
+        *(AddColumn(table, column, kind) for table, column, kind in s.V11_COLUMNS),
+        *(CreateTable(name, cols) for name, cols, _ in s.V11_TABLES),
+    ), notes=("irreversible: DuckDB 1.5 and older cannot read a 1.1 catalog (its inlined-data tables' system "
+              "columns are renamed), and no tool lowers the version again; every client must support DuckLake 1.1 "
+              "(DuckDB 2.0) first",)),
 )
-_DEV_STEP = {"0.3-dev1": "0.2", "0.4-dev1": "0.3"}  # a dev string re-runs the step that produced it, tolerantly
+_DEV_STEP = {"0.3-dev1": "0.2", "0.4-dev1": "0.3", "1.1-dev1": "1.0"}  # a dev string re-runs the step that produced it, tolerantly
 
 
 def path(source: str, target: str = s.FORMAT_VERSION) -> list[tuple[Step, bool]]:
@@ -249,9 +404,9 @@ def path(source: str, target: str = s.FORMAT_VERSION) -> list[tuple[Step, bool]]
 
 
 def layout(version: str) -> s.Layout:
-    """The catalog tables and columns of one version (1.0's, with every later step undone)."""
-    tables: dict[str, Columns] = {name: list(cols) for name, cols, _ in s.SPEC_TABLES}
-    keys = {name: pk for name, _, pk in s.SPEC_TABLES}
+    """The catalog tables and columns of one version (1.1's, with every later step undone)."""
+    tables: dict[str, Columns] = {name: list(cols) for name, cols, _ in s.SPEC_TABLES_V11}
+    keys = {name: pk for name, _, pk in s.SPEC_TABLES_V11}
     base = _DEV_STEP.get(version, version)
     for step in reversed(STEPS):
         if _order(step.source) < _order(base):
@@ -270,7 +425,7 @@ def layout(version: str) -> s.Layout:
 
 
 def _order(version: str) -> int:
-    return [st.source for st in STEPS].index(version) if version != s.FORMAT_VERSION else len(STEPS)
+    return [st.source for st in STEPS].index(version) if version != s.LATEST_VERSION else len(STEPS)
 
 
 def _required(version: str) -> list[tuple[tuple[str, ...], list[str]]]:

@@ -27,7 +27,7 @@ from ducklake_cli.catalog.models import (
 )
 from ducklake_cli.catalog.names import split_qualified
 from ducklake_cli.catalog.queries import FileQueries, as_bool, visible
-from ducklake_cli.catalog.versions import CURRENT, refusal
+from ducklake_cli.catalog.versions import IN_PLACE, is_v11, refusal
 from ducklake_cli.errors import NotADuckLakeError, NotFoundError, UnsupportedVersionError
 
 if TYPE_CHECKING:
@@ -48,6 +48,11 @@ class MetadataReader(FileQueries):
             self._metadata = self._read_metadata()
         return self._metadata
 
+    @property
+    def v11(self) -> bool:
+        """Whether the catalog has DuckLake 1.1's tables and rules (1.1 or 1.1-dev1)."""
+        return is_v11(self.metadata().version)
+
     def _read_metadata(self) -> LakeMetadata:
         if "ducklake_metadata" not in self.table_names() or "ducklake_snapshot" not in self.table_names():
             raise NotADuckLakeError(
@@ -58,7 +63,7 @@ class MetadataReader(FileQueries):
         rows = self.conn.execute(select(t.c.key, t.c.value, t.c.scope, t.c.scope_id)).all()
         globals_ = {r.key: r.value for r in rows if r.scope is None}
         version = globals_.get("version")
-        if version != CURRENT:  # Lake.open reads an older catalog through a copy migrated to 1.0
+        if version not in IN_PLACE:  # Lake.open reads an older catalog through a copy migrated to 1.0
             where = self.backend.target.display()
             raise refusal(version, where=where, writing=True) or UnsupportedVersionError(
                 f"{where} is a DuckLake {version} catalog: it is read through a copy migrated to 1.0")

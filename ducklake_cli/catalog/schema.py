@@ -1,4 +1,4 @@
-"""The DuckLake v1.0 catalog tables: the one module that spells their names and columns."""
+"""The DuckLake catalog tables (1.0, and 1.1's additions): the one module that spells their names and columns."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 from sqlalchemy import TIMESTAMP, BigInteger, Boolean, Column, DateTime, Dialect, MetaData, String, Table, Text, Uuid
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "1.0"  # what `create-catalog` makes unless told otherwise (DuckDB 1.5 and 2.0 both attach it)
+LATEST_VERSION = "1.1"  # DuckDB 2.0's format, the newest this tool reads and writes
 
 # Column kinds; each backend hook maps them to its DDL type names (DuckDB's own choices).
 BIGINT, VARCHAR, VARCHAR_NN, BOOLEAN, UUID, TIMESTAMPTZ = "BIGINT", "VARCHAR", "VARCHAR_NN", "BOOLEAN", "UUID", "TSTZ"
@@ -93,8 +94,53 @@ SPEC_TABLES: list[tuple[str, list[tuple[str, str]], str | None]] = [
                                   ("null_order", VARCHAR)], None),
 ]
 
+# What DuckLake 1.1 adds to 1.0's tables (spec versions §2.6 step 6): columns appended at the end, in this order,
+# then one new table, created last.
+V11_COLUMNS: list[tuple[str, str, str]] = [
+    ("ducklake_data_file", "row_group_count", BIGINT),
+    ("ducklake_delete_file", "row_group_count", BIGINT),
+    ("ducklake_file_column_stats", "min_is_exact", BOOLEAN),
+    ("ducklake_file_column_stats", "max_is_exact", BOOLEAN),
+    ("ducklake_table_column_stats", "min_is_exact", BOOLEAN),
+    ("ducklake_table_column_stats", "max_is_exact", BOOLEAN),
+    ("ducklake_schema", "parent_schema_id", BIGINT),
+]
+V11_TABLES: list[tuple[str, list[tuple[str, str]], str | None]] = [
+    ("ducklake_view_column_tag", [("view_id", BIGINT), ("column_name", VARCHAR), ("begin_snapshot", BIGINT),
+                                  ("end_snapshot", BIGINT), ("key", VARCHAR), ("value", VARCHAR)], None),
+]
+
+
+def _with_v11(layout: list[tuple[str, list[tuple[str, str]], str | None]]
+              ) -> list[tuple[str, list[tuple[str, str]], str | None]]:
+    added: dict[str, list[tuple[str, str]]] = {}
+    for table, column, kind in V11_COLUMNS:
+        added.setdefault(table, []).append((column, kind))
+    return [(name, [*cols, *added.get(name, [])], pk) for name, cols, pk in layout] + V11_TABLES
+
+
+SPEC_TABLES_V11 = _with_v11(SPEC_TABLES)
+
+
+def spec_tables(version: str) -> list[tuple[str, list[tuple[str, str]], str | None]]:
+    """The tables a new catalog of `version` (1.0 or 1.1) is created with."""
+    return SPEC_TABLES_V11 if version == LATEST_VERSION else SPEC_TABLES
+
+
 INLINED_DATA_PREFIX = "ducklake_inlined_data_"
 INLINED_DELETE_PREFIX = "ducklake_inlined_delete_"
+
+
+# The system columns leading every inlined-data table: 1.0's names, and 1.1's (spec versions §3.3). The
+# inlined-deletion tables keep 1.0's names in both.
+INLINED_SYSTEM_V10 = ("row_id", "begin_snapshot", "end_snapshot")
+INLINED_SYSTEM_V11 = ("_ducklake_row_id", "_ducklake_begin_snapshot", "_ducklake_end_snapshot")
+RESERVED_PREFIX_V11 = "_ducklake_"  # 1.1 refuses user columns starting with it (any case)
+
+
+def inlined_system_columns(v11: bool) -> tuple[str, str, str]:
+    """The (row id, begin snapshot, end snapshot) column names of inlined-data tables in a 1.0 or 1.1 catalog."""
+    return INLINED_SYSTEM_V11 if v11 else INLINED_SYSTEM_V10
 
 
 def inlined_delete_table_name(table_id: int) -> str:
@@ -158,7 +204,9 @@ def build_tables(layout: Layout) -> tuple[MetaData, dict[str, Table]]:
     return md, tables
 
 
-METADATA, T = build_tables(SPEC_TABLES)
+# 1.1's tables, a superset of 1.0's: a statement names only the columns it needs, so these serve both versions as
+# long as the 1.1 columns are named only on 1.1 catalogs (`MetadataReader.v11`, `Transaction.v11`).
+METADATA, T = build_tables(SPEC_TABLES_V11)
 
 metadata_t = T["ducklake_metadata"]
 snapshot_t = T["ducklake_snapshot"]
@@ -184,3 +232,4 @@ name_mapping_t = T["ducklake_name_mapping"]
 schema_versions_t = T["ducklake_schema_versions"]
 sort_info_t = T["ducklake_sort_info"]
 sort_expression_t = T["ducklake_sort_expression"]
+view_column_tag_t = T["ducklake_view_column_tag"]

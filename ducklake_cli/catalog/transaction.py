@@ -48,6 +48,11 @@ class Transaction:
         self._changes: list[tuple[str, str]] = []
 
     @property
+    def v11(self) -> bool:
+        """Whether this catalog takes DuckLake 1.1's rows and columns (never written into a 1.0 catalog)."""
+        return self.reader.v11
+
+    @property
     def schema_version(self) -> int:
         """The schema version this snapshot will carry."""
         return self.latest.schema_version + (1 if self.schema_changed else 0)

@@ -22,10 +22,10 @@ class Support(Enum):
     """What this tool does with a catalog of one version."""
 
     CURRENT = "read and write"
+    CURRENT_DEV = "read in place when it has 1.1's columns; writes refused; `ducklake upgrade --to 1.1` finishes it"
     LEGACY = "read only; `ducklake upgrade` moves it to 1.0"
     LEGACY_DEV = "read only; attach it once with the DuckDB release named to finish its migration"
     TOO_OLD = "not read; attach it once with DuckDB 1.3 or 1.4 first"
-    NEWER = "not read yet (DuckLake 1.1)"
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,16 @@ class FormatVersion:
 
     @property
     def needs_migration(self) -> bool:
-        """Whether DuckDB 1.5.2+ (and this tool, for writing) needs the catalog migrated first."""
+        """Whether this tool needs the catalog migrated before writing to it (DuckDB 1.5.2+ too, unless it is
+        a 1.1 catalog: 2.0 reads those, 1.5 never)."""
         return self.support is not Support.CURRENT
 
 
 
-CURRENT = s.FORMAT_VERSION
+CURRENT = s.FORMAT_VERSION  # what new catalogs get by default
+WRITABLE = (s.FORMAT_VERSION, s.LATEST_VERSION)  # read and written in place
+V11 = ("1.1-dev1", s.LATEST_VERSION)  # the versions with 1.1's tables and rules (DuckDB's SupportsV1_1Metadata)
+IN_PLACE = (*WRITABLE, "1.1-dev1")  # read in place; anything older is read through a copy migrated to 1.0
 # Oldest first; the order migrations run in.
 KNOWN: dict[str, FormatVersion] = {v.version: v for v in (
     FormatVersion("0.1", "DuckDB 1.3.0", "DuckDB 1.3.0", Support.TOO_OLD),
@@ -56,8 +60,8 @@ KNOWN: dict[str, FormatVersion] = {v.version: v for v in (
                   Support.LEGACY_DEV),
     FormatVersion("0.4", "DuckDB 1.5.0-1.5.1", "DuckDB 1.5.0-1.5.1", Support.LEGACY),
     FormatVersion("1.0", "DuckDB 1.5.2 and later 1.5.x", "DuckDB 1.5.2 and later, DuckDB 2.0", Support.CURRENT),
-    FormatVersion("1.1-dev1", "DuckDB nightly builds of Jun-Oct 2026", "no release", Support.NEWER),
-    FormatVersion("1.1", "DuckDB 2.0", "DuckDB 2.0", Support.NEWER),
+    FormatVersion("1.1-dev1", "DuckDB nightly builds of Jun-Oct 2026", "no release", Support.CURRENT_DEV),
+    FormatVersion("1.1", "DuckDB 2.0", "DuckDB 2.0 (not DuckDB 1.5)", Support.CURRENT),
 )}
 # The dev strings' migrations end at these releases (DuckDB re-runs the step before them tolerantly).
 _DEV_FINISHED_BY = {"0.3-dev1": "DuckDB 1.4.x", "0.4-dev1": "DuckDB 1.5.0 or 1.5.1"}
@@ -66,6 +70,11 @@ _DEV_FINISHED_BY = {"0.3-dev1": "DuckDB 1.4.x", "0.4-dev1": "DuckDB 1.5.0 or 1.5
 def format_version(version: str | None) -> FormatVersion | None:
     """What is known of a version string (None: unknown, e.g. a fork's own string)."""
     return KNOWN.get(version or "")
+
+
+def is_v11(version: str | None) -> bool:
+    """Whether a catalog of this version has DuckLake 1.1's tables and follows its rules."""
+    return version in V11
 
 
 def order(version: str) -> int:
@@ -96,17 +105,15 @@ def refusal(version: str | None, *, where: str, writing: bool) -> UnsupportedVer
         return UnsupportedVersionError(
             f"{where} has DuckLake catalog version {version!r}, which no DuckDB release writes (a fork's or a "
             "newer format); nothing was read or changed",
-            hint="open it with the tool that wrote it; `ducklake` reads 0.2-1.0 and writes 1.0")
-    if known.support is Support.NEWER:
-        return UnsupportedVersionError(
-            f"{where} is a DuckLake {version} catalog ({known.written_by}); this ducklake reads 0.2-1.0 and "
-            "writes 1.0",
-            hint="DuckDB 2.0 makes 1.0 catalogs with ATTACH … (DUCKLAKE_VERSION '1.0'), which DuckDB 1.5 and "
-            "ducklake both use")
+            hint="open it with the tool that wrote it; `ducklake` reads 0.2-1.1 and writes 1.0 and 1.1")
     if known.support is Support.TOO_OLD:
         return UnsupportedVersionError(
             f"{where} is a DuckLake {version} catalog ({known.written_by}), older than this tool reads",
             hint="attach it once with DuckDB 1.3.1+ or 1.4 (they migrate 0.1 on attach), then run `ducklake upgrade`")
+    if writing and known.support is Support.CURRENT_DEV:
+        return UnsupportedVersionError(
+            f"{where} is a DuckLake {version} catalog (a development version of 1.1, read only here)",
+            hint="run `ducklake upgrade --to 1.1` first (it adds what the nightly build did not, and backs up)")
     if writing and known.support is Support.LEGACY_DEV:
         return UnsupportedVersionError(
             f"{where} is a DuckLake {version} catalog (a development version, read only here)",

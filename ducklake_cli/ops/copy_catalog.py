@@ -12,7 +12,7 @@ from ducklake_cli.catalog.copy import TableCopy, check_empty, copy_rows, create_
 from ducklake_cli.catalog.create import create_database_file
 from ducklake_cli.catalog.duckdb_storage import LEGACY_FILE_STORAGE
 from ducklake_cli.catalog.url import CatalogTarget
-from ducklake_cli.catalog.versions import CURRENT
+from ducklake_cli.catalog.versions import IN_PLACE
 from ducklake_cli.errors import CatalogExistsError, DuckLakeError, InvalidCatalogError
 from ducklake_cli.lake import Lake
 from ducklake_cli.ops.create import normalise_data_path
@@ -93,7 +93,7 @@ def copy_catalog(source: CatalogTarget, destination: CatalogTarget, *, data_path
     try:
         with src.connection(consistent=True) as sconn:
             plan = plan_copy(sconn, src.backend)
-            if plan.version != CURRENT:  # a DuckDB file the release that wrote this version can still open
+            if plan.version not in IN_PLACE:  # a DuckDB file the release that wrote this version can still open
                 create_database_file(dst.backend, storage_version=LEGACY_FILE_STORAGE)
             with dst.connection(write=True) as dconn:
                 check_empty(dconn, dst.backend, any_table=destination.is_file)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ducklake_cli.catalog.create import create_catalog as create_tables
+from ducklake_cli.catalog.schema import FORMAT_VERSION, LATEST_VERSION
 from ducklake_cli.catalog.url import CatalogTarget
 from ducklake_cli.errors import DuckLakeError, InvalidCatalogError
 from ducklake_cli.lake import Lake
@@ -45,8 +46,14 @@ def normalise_data_path(data_path: str) -> str:
     return ensure_dir(data_path)
 
 
-def create_catalog(target: CatalogTarget, *, data_path: str) -> CreatedCatalog:
-    """Create the catalog tables and initial rows in one transaction; refuse to touch an existing catalog."""
+FORMAT_VERSIONS = (FORMAT_VERSION, LATEST_VERSION)
+
+
+def create_catalog(target: CatalogTarget, *, data_path: str, version: str = FORMAT_VERSION) -> CreatedCatalog:
+    """Create the catalog tables and initial rows of DuckLake `version` (1.0 or 1.1) in one transaction; refuse to
+    touch an existing catalog."""
+    if version not in FORMAT_VERSIONS:
+        raise InvalidCatalogError(f"--format-version must be one of {', '.join(FORMAT_VERSIONS)}, not {version!r}")
     if not data_path.strip():
         raise InvalidCatalogError("--data-path must not be empty")
     root = normalise_data_path(data_path)
@@ -56,7 +63,7 @@ def create_catalog(target: CatalogTarget, *, data_path: str) -> CreatedCatalog:
     lake = Lake(target, data_path=root)
     try:
         with lake.connection(write=True) as conn:
-            create_tables(conn, lake.backend, data_path=root)
+            create_tables(conn, lake.backend, data_path=root, version=version)
     except BaseException:
         lake.close()
         if created_file and target.path is not None:
@@ -70,4 +77,4 @@ def create_catalog(target: CatalogTarget, *, data_path: str) -> CreatedCatalog:
             os.makedirs(root, exist_ok=True)
         except OSError as exc:
             raise DuckLakeError(f"catalog created, but the data directory {root} could not be made: {exc}") from exc
-    return CreatedCatalog(target.display(), lake.backend.name, root, "1.0")
+    return CreatedCatalog(target.display(), lake.backend.name, root, version)
