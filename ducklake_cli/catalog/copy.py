@@ -24,7 +24,7 @@ from ducklake_cli.catalog.reader import MetadataReader
 from ducklake_cli.catalog.schema import build_tables
 from ducklake_cli.catalog.types import INT_TYPES
 from ducklake_cli.catalog.url import CatalogTarget
-from ducklake_cli.catalog.versions import read_version, refusal
+from ducklake_cli.catalog.versions import IN_PLACE, read_version, refusal
 from ducklake_cli.errors import CatalogExistsError, NotADuckLakeError
 
 _MOD = 1 << 128

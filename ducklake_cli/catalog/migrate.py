@@ -387,7 +387,8 @@ STEPS: tuple[Step, ...] = (
               "columns are renamed), and no tool lowers the version again; every client must support DuckLake 1.1 "
               "(DuckDB 2.0) first",)),
 )
-_DEV_STEP = {"0.3-dev1": "0.2", "0.4-dev1": "0.3", "1.1-dev1": "1.0"}  # a dev string re-runs the step that produced it, tolerantly
+# A dev string re-runs the step that produced it, tolerantly.
+_DEV_STEP = {"0.3-dev1": "0.2", "0.4-dev1": "0.3", "1.1-dev1": "1.0"}
 
 
 def path(source: str, target: str = s.FORMAT_VERSION) -> list[tuple[Step, bool]]:
