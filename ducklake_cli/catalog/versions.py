@@ -125,3 +125,10 @@ def refusal(version: str | None, *, where: str, writing: bool) -> UnsupportedVer
             hint="run `ducklake upgrade` first (it plans, backs up and verifies; DuckDB 1.5.2+ and 2.0 read the "
             "result, DuckDB 1.4 and older do not)")
     return None
+
+
+def v11_only(what: str, *, where: str) -> UnsupportedVersionError:
+    """The one-line refusal of a DuckLake 1.1 feature asked of a 1.0 catalog (nothing is written)."""
+    return UnsupportedVersionError(
+        f"{what} needs a DuckLake 1.1 catalog; {where} is 1.0, so nothing was changed",
+        hint="run `ducklake upgrade --to 1.1` first (DuckDB 1.5 cannot read the result, DuckDB 2.0 can)")
