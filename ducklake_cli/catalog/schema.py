@@ -204,9 +204,17 @@ def build_tables(layout: Layout) -> tuple[MetaData, dict[str, Table]]:
     return md, tables
 
 
-# 1.1's tables, a superset of 1.0's: a statement names only the columns it needs, so these serve both versions as
-# long as the 1.1 columns are named only on 1.1 catalogs (`MetadataReader.v11`, `Transaction.v11`).
-METADATA, T = build_tables(SPEC_TABLES_V11)
+# 1.0's tables (`T`, and the `*_t` names below): every statement that does not need a 1.1 column uses these, so a
+# whole-table SELECT reads the same on 1.0 and 1.1 catalogs. 1.1's tables (`T11`, `table(name, v11)`) add the 1.1
+# columns and `ducklake_view_column_tag`: use them only for a 1.1 catalog (`MetadataReader.v11`, `Transaction.v11`);
+# naming a 1.1 column on a 1.0 table object fails loudly ("Unconsumed column names", AttributeError).
+METADATA, T = build_tables(SPEC_TABLES)
+METADATA_V11, T11 = build_tables(SPEC_TABLES_V11)
+
+
+def table(name: str, v11: bool) -> Table:
+    """A spec table as a catalog of that version has it (1.1: with its added columns)."""
+    return T11[name] if v11 else T[name]
 
 metadata_t = T["ducklake_metadata"]
 snapshot_t = T["ducklake_snapshot"]
@@ -232,4 +240,4 @@ name_mapping_t = T["ducklake_name_mapping"]
 schema_versions_t = T["ducklake_schema_versions"]
 sort_info_t = T["ducklake_sort_info"]
 sort_expression_t = T["ducklake_sort_expression"]
-view_column_tag_t = T["ducklake_view_column_tag"]
+view_column_tag_t = T11["ducklake_view_column_tag"]  # 1.1 only

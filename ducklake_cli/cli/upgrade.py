@@ -15,7 +15,9 @@ from ducklake_cli.errors import ProblemsFoundError, UsageError
 
 def upgrade(
     catalog: OptionalCatalogArg = None,
-    to: Annotated[str, typer.Option("--to", help="The DuckLake version to move the catalog to.")] = "1.0",
+    to: Annotated[str, typer.Option(
+        "--to", metavar="1.0|1.1", help="The DuckLake version to move the catalog to: 1.0 (DuckDB 1.5.2+ and 2.0 "
+        "attach it) or 1.1 (DuckDB 2.0's format; DuckDB 1.5 cannot attach it).")] = "1.0",
     backup: Annotated[str | None, typer.Option(
         "--backup", help="Where to back the catalog up first: a new file (.ducklake/.duckdb: DuckDB, otherwise "
         "SQLite) or an empty database URL. Default: a file beside a catalog file (same backend), or a SQLite file in "
@@ -29,7 +31,8 @@ def upgrade(
     debug: DebugOpt = False,
 ) -> None:
     """Upgrade an older DuckLake catalog (0.2 from DuckDB 1.3, 0.3 from 1.4, 0.4 from 1.5.0/1.5.1) to 1.0, the
-    version DuckDB 1.5.2+ and 2.0 attach and ducklake writes. The same steps as DuckDB's AUTOMATIC_MIGRATION, but
+    version DuckDB 1.5.2+ and 2.0 attach, or any of those and 1.0 (and a 1.1-dev1 nightly catalog) to 1.1, DuckDB
+    2.0's format (--to 1.1: every client must read 1.1 first). The same steps as DuckDB's AUTOMATIC_MIGRATION, but
     planned first (--dry-run, also as JSON), refused before anything is written when the catalog is read-only, when
     the user may not alter its tables or when its version is a development or fork string, backed up first (a
     verified copy; the restore command is printed), run in one transaction (MySQL: step by step, restore from the
@@ -42,6 +45,8 @@ def upgrade(
       ducklake upgrade lake.sqlite --dry-run
 
       ducklake upgrade lake.ducklake --yes
+
+      ducklake upgrade lake.sqlite --to 1.1 --dry-run
 
       ducklake upgrade postgresql://lake@db/lake --backup /backups/lake-0.3.sqlite --format json --yes
     """
@@ -70,7 +75,8 @@ def upgrade(
     if fmt is OutputFormat.table:
         render(plan, fmt)
     if not yes:
-        confirm(plan.headline(), f"Upgrade {plan.catalog} to DuckLake {plan.target}? Older clients lose access.")
+        confirm(plan.headline(), f"Upgrade {plan.catalog} to DuckLake {plan.target}? Older clients lose access"
+                + (" (DuckDB 1.5 and older)." if plan.target == "1.1" else "."))
     result = apply_upgrade(plan)
     if fmt is OutputFormat.table:
         message(result.headline())

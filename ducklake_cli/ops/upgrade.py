@@ -1,5 +1,5 @@
-"""`upgrade`: move an older DuckLake catalog to 1.0 as DuckDB's migration does — planned first, checked before
-anything is written, backed up (a verified `copy-catalog`), migrated in one transaction, then verified."""
+"""`upgrade`: move an older DuckLake catalog to 1.0 or 1.1 as DuckDB's migration does — planned first, checked
+before anything is written, backed up (a verified `copy-catalog`), migrated in one transaction, then verified."""
 
 from __future__ import annotations
 
@@ -12,15 +12,27 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from ducklake_cli.catalog import migrate as m
+from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.url import CatalogTarget
-from ducklake_cli.catalog.versions import CURRENT, FormatVersion, Support, format_version, order, read_version, refusal
+from ducklake_cli.catalog.versions import (
+    CURRENT,
+    FormatVersion,
+    Support,
+    format_version,
+    is_v11,
+    order,
+    read_version,
+    refusal,
+)
 from ducklake_cli.errors import CommitConflictError, DuckLakeError, UnsupportedVersionError, UsageError
 from ducklake_cli.lake import Lake
 from ducklake_cli.ops.copy_catalog import copy_catalog
 from ducklake_cli.ops.results import Section
 from ducklake_cli.ops.verify import VerifyReport, verify
 
-TARGETS = (CURRENT,)
+TARGETS = (CURRENT, s.LATEST_VERSION)
+V11_WARNING = ("every client of this lake must read DuckLake 1.1 first (DuckDB 2.0 or later, ducklake): DuckDB 1.5 "
+               "and older cannot attach it afterwards, and no tool lowers the version again")
 ATTEMPTS = 3  # a catalog another client commits to while we back it up is backed up again this often
 
 
@@ -154,12 +166,34 @@ def _check_upgradable(version: str | None, to: str, where: str) -> FormatVersion
     return known
 
 
+def reserved_columns(conn: Connection, lake: Lake) -> list[str]:
+    """`schema.table.column` of live user columns named with 1.1's reserved `_ducklake_` prefix (any case)."""
+    b = lake.backend
+    rows = conn.execute(text(
+        f"SELECT sc.schema_name, t.table_name, c.column_name FROM {b.qualify('ducklake_column')} c "
+        f"JOIN {b.qualify('ducklake_table')} t ON t.table_id = c.table_id AND t.end_snapshot IS NULL "
+        f"JOIN {b.qualify('ducklake_schema')} sc ON sc.schema_id = t.schema_id AND sc.end_snapshot IS NULL "
+        "WHERE c.end_snapshot IS NULL ORDER BY t.table_id, c.column_id")).all()
+    return [f"{r[0]}.{r[1]}.{r[2]}" for r in rows if str(r[2]).lower().startswith(s.RESERVED_PREFIX_V11)]
+
+
+def _check_reserved(conn: Connection, lake: Lake, where: str) -> None:
+    """1.1 reserves `_ducklake_` column names: a catalog using one is refused before anything is written."""
+    found = reserved_columns(conn, lake)
+    if found:
+        more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+        raise UnsupportedVersionError(
+            f"{where} has column(s) named with DuckLake 1.1's reserved prefix _ducklake_: {', '.join(found[:3])}{more};"
+            " nothing was changed", hint="rename them (ALTER TABLE … RENAME COLUMN), flush inlined data (`ducklake "
+            "maintain flush`), then upgrade")
+
+
 def plan_upgrade(target: CatalogTarget, *, to: str = CURRENT, backup: CatalogTarget | None = None,
                  no_backup: bool = False, now: dt.datetime | None = None) -> UpgradePlan:
     """Read the catalog and plan its upgrade to `to`; refuses what cannot be upgraded (nothing is written)."""
     if to not in TARGETS:
-        raise UsageError(f"--to {to}: this ducklake upgrades to {', '.join(TARGETS)}",
-                         hint="DuckLake 1.1 (DuckDB 2.0) is not written by this version of ducklake yet")
+        raise UsageError(f"--to {to}: this ducklake upgrades to {' or '.join(TARGETS)}",
+                         hint="1.0 is attached by DuckDB 1.5.2+ and 2.0; 1.1 by DuckDB 2.0 only")
     where = target.display()
     lake = Lake(target, read_only=True)
     try:
@@ -167,6 +201,8 @@ def plan_upgrade(target: CatalogTarget, *, to: str = CURRENT, backup: CatalogTar
             known = _check_upgradable(read_version(conn, lake.backend), to, where)
             found = known.version
             m.check_layout(conn, lake.backend, found)
+            if is_v11(to) and found != to:
+                _check_reserved(conn, lake, where)
             steps = m.path(found, to) if found != to else []
             ops = tuple(
                 planned for st, _ in steps for planned in (
@@ -183,9 +219,11 @@ def plan_upgrade(target: CatalogTarget, *, to: str = CURRENT, backup: CatalogTar
                          hint="drop --no-backup, or pass --backup PATH")
     backup_ref = None if no_backup or found == to else backup or default_backup(target, found, now or
                                                                                   dt.datetime.now(dt.UTC))
-    notes = [n for st, _ in steps for n in st.notes]
+    notes = [V11_WARNING] if steps and is_v11(to) else []
+    notes += [n for st, _ in steps for n in st.notes]
     if steps:
-        notes.append("stop every writer first: DuckDB 1.4 and older cannot attach the result, and a commit that "
+        older = "DuckDB 1.5" if is_v11(to) else "DuckDB 1.4"
+        notes.append(f"stop every writer first: {older} and older cannot attach the result, and a commit that "
                      "lands while the upgrade runs makes it start again")
     if steps and not transactional:
         notes.append("MySQL commits each DDL statement at once: a failure part-way leaves the catalog partly "
