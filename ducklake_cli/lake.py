@@ -54,17 +54,17 @@ class LakeReader(MetadataReader):
         return root
 
 
-def _check_dev11(conn: Connection, backend: Backend) -> None:
-    """A 1.1-dev1 catalog's tables depend on the nightly build that wrote it: read it only when it has every table
-    and column of 1.1."""
+def _check_v11_layout(conn: Connection, backend: Backend, version: str) -> None:
+    """A 1.1 version string does not prove 1.1's tables (a nightly build's `1.1-dev1` grew them over time; a fork
+    wrote `1.1` before they existed): read such a catalog only when it has every table and column of 1.1."""
     from ducklake_cli.catalog.migrate import missing_columns
     from ducklake_cli.errors import UnsupportedVersionError
 
     missing = missing_columns(conn, backend, "1.1")
     if missing:
         raise UnsupportedVersionError(
-            f"{backend.target.display()} is a DuckLake 1.1-dev1 catalog written by a nightly build that lacks "
-            f"{', '.join(missing[:4])}; nothing was read or changed",
+            f"{backend.target.display()} says DuckLake {version} but lacks {', '.join(missing[:4])} (a nightly "
+            "build's or a fork's catalog); nothing was read or changed",
             hint="run `ducklake upgrade --to 1.1` (it adds what is missing and backs up first)")
 
 
@@ -155,15 +155,15 @@ class Lake:
     def _check_version(self) -> None:
         """Refuse a version this tool cannot read; read an older one through a migrated private copy; then read
         the metadata once (on the same connection for a catalog read in place)."""
-        from ducklake_cli.catalog.versions import IN_PLACE, read_version, refusal
+        from ducklake_cli.catalog.versions import IN_PLACE, is_v11, read_version, refusal
 
         with self.connection() as conn:
             version = read_version(conn, self.backend)
             refused = refusal(version, where=self.target.display(), writing=False)
             if refused is not None:
                 raise refused
-            if version == "1.1-dev1":
-                _check_dev11(conn, self.backend)
+            if is_v11(version):
+                _check_v11_layout(conn, self.backend, str(version))
             if version in IN_PLACE:
                 self.version = version
                 reader = LakeReader(conn, self.backend, self.data_path_override)

@@ -55,6 +55,7 @@ class UpgradePlan:
     found: str
     target: str
     ops: tuple[PlannedOp, ...]
+    source: str  # the version the steps start from: `found`, or 1.1-dev1 for a 1.1 catalog without 1.1's columns
     notes: tuple[str, ...]
     attached_by_before: str
     attached_by_after: str
@@ -66,8 +67,8 @@ class UpgradePlan:
     backup_ref: CatalogTarget | None = field(repr=False, compare=False)
 
     def is_empty(self) -> bool:
-        """Already at the target version."""
-        return self.found == self.target
+        """Already at the target version, with its tables."""
+        return self.found == self.target and not self.ops
 
     def headline(self) -> str:
         """One line for people."""
@@ -201,9 +202,11 @@ def plan_upgrade(target: CatalogTarget, *, to: str = CURRENT, backup: CatalogTar
             known = _check_upgradable(read_version(conn, lake.backend), to, where)
             found = known.version
             m.check_layout(conn, lake.backend, found)
-            if is_v11(to) and found != to:
+            # A `1.1` without 1.1's columns (a fork's, written before they existed) is finished like a 1.1-dev1.
+            source = "1.1-dev1" if found == to == "1.1" and m.missing_columns(conn, lake.backend, "1.1") else found
+            if is_v11(to) and source != to:
                 _check_reserved(conn, lake, where)
-            steps = m.path(found, to) if found != to else []
+            steps = m.path(source, to) if source != to else []
             ops = tuple(
                 planned for st, _ in steps for planned in (
                     *(PlannedOp(f"{st.source} -> {st.target}", op.describe(), m.op_rows(conn, lake.backend, op),
@@ -214,11 +217,11 @@ def plan_upgrade(target: CatalogTarget, *, to: str = CURRENT, backup: CatalogTar
         transactional = lake.backend.transactional_ddl
     finally:
         lake.close()
-    if no_backup and not transactional and found != to:
+    if no_backup and not transactional and steps:
         raise UsageError("--no-backup is refused on MySQL: its DDL cannot roll back, so the backup is the way back",
                          hint="drop --no-backup, or pass --backup PATH")
-    backup_ref = None if no_backup or found == to else backup or default_backup(target, found, now or
-                                                                                  dt.datetime.now(dt.UTC))
+    backup_ref = None if no_backup or not steps else backup or default_backup(target, found, now or
+                                                                               dt.datetime.now(dt.UTC))
     notes = [V11_WARNING] if steps and is_v11(to) else []
     notes += [n for st, _ in steps for n in st.notes]
     if steps:
@@ -229,7 +232,8 @@ def plan_upgrade(target: CatalogTarget, *, to: str = CURRENT, backup: CatalogTar
         notes.append("MySQL commits each DDL statement at once: a failure part-way leaves the catalog partly "
                      "migrated; restore it from the backup (below) and run again")
     return UpgradePlan(
-        where, target.backend, found, to, ops, tuple(notes), known.attached_by, _attached_by_after(to), transactional,
+        where, target.backend, found, to, ops, source, tuple(notes), known.attached_by, _attached_by_after(to),
+        transactional,
         None if backup_ref is None else (str(backup_ref.path) if backup_ref.path else backup_ref.display()),
         None if backup_ref is None else _restore_command(target, backup_ref), snapshot_id, target, backup_ref)
 
@@ -270,7 +274,7 @@ def _migrate(plan: UpgradePlan, expected_snapshot: int) -> dict[str, int]:
             version = read_version(conn, lake.backend)
             if version != plan.found or _latest_snapshot(conn, lake) != expected_snapshot:
                 raise _Changed
-            return m.migrate(conn, lake.backend, plan.found, plan.target)
+            return m.migrate(conn, lake.backend, plan.source, plan.target)
     finally:
         lake.close()
 

@@ -13,7 +13,7 @@ from ducklake_cli.catalog.migrate import layout
 from ducklake_cli.catalog.queries import as_bool
 from ducklake_cli.catalog.url import parse_catalog
 
-_KINDS = {col: kind for version in ("0.2", "1.0") for _, cols, _ in layout(version) for col, kind in cols}
+_KINDS = {col: kind for version in ("0.2", "1.1") for _, cols, _ in layout(version) for col, kind in cols}
 
 
 def dump(catalog: str) -> dict[str, list[str]]:
