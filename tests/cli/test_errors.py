@@ -70,8 +70,9 @@ def test_not_a_ducklake_postgres(pg_url: str) -> None:
 @pytest.mark.parametrize(("version", "needles"), [
     ("1.1-dev2", ("'1.1-dev2'", "which no DuckDB release writes")),  # a fork's string
     ("banana", ("'banana'", "which no DuckDB release writes")),
-    ("1.1", ("DuckLake 1.1 catalog",)),  # inspect: DuckDB 2.0 wrote it; upgrade: no downgrade
-    ("1.1-dev1", ("DuckLake 1.1-dev1 catalog",)),
+    # a 1.0 catalog's tables under 1.1 strings: read refused (1.1's columns missing); upgrade: no downgrade to 1.0
+    ("1.1", ("DuckLake 1.1",)),
+    ("1.1-dev1", ("DuckLake 1.1-dev1",)),
     ("0.1", ("DuckLake 0.1 catalog", "older than this tool reads", "then run `ducklake upgrade`")),
     ("0.3", ("says DuckLake 0.3 but lacks ducklake_data_file.partial_file_info",)),  # 1.0 tables under a 0.3 string
 ])

@@ -126,7 +126,7 @@ def test_bad_options_are_refused(v04: str, tmp_path: Path) -> None:
     before = dump(v04)
     taken = tmp_path / "taken.sqlite"
     taken.write_bytes(b"")
-    for args, needle in ((["--backup", str(taken)], "already exists"), (["--to", "1.1"], "upgrades to 1.0"),
+    for args, needle in ((["--backup", str(taken)], "already exists"), (["--to", "2.0"], "upgrades to 1.0 or 1.1"),
                          (["--backup", str(tmp_path / "b.db"), "--no-backup"], "--backup")):
         refused = run_cli("upgrade", v04, "--yes", *args)
         assert refused.returncode == 2 and needle in refused.stderr, refused.stderr
