@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ducklake_cli.catalog.duckdb_storage import NEW_FILE_STORAGE, duckdb_file_storage, installed_duckdb
@@ -122,6 +123,17 @@ class Backend:
         """Why this connection may not migrate the catalog (read-only, missing ALTER/CREATE rights); None: it may.
         Local files are checked for writability before they are opened."""
         return None
+
+    def legacy_inlined_types_sql(self, conn: Connection, table: str, columns: Sequence[tuple[str, str, str]]
+                                 ) -> list[str]:
+        """Statements giving an inlined-data table's user columns `(name, DuckLake type, DuckDB type)` today's
+        storage types where an older writer stored them otherwise (DuckLake 1.1's migration; only PostgreSQL has
+        such tables: none elsewhere)."""
+        return []
+
+    def legacy_inlined_session_sql(self) -> list[str]:
+        """Session settings the conversions of `legacy_inlined_types_sql` assume."""
+        return []
 
     def rename_table_sql(self, old: str, new: str) -> str:
         """Statement renaming a table within the metadata schema."""
@@ -444,6 +456,34 @@ class PostgresBackend(Backend):
         if dec:
             return f"NUMERIC({dec[0]},{dec[1]})"
         return self._PG_INLINED.get(ducklake_type, "VARCHAR")
+
+    def legacy_inlined_types_sql(self, conn: Connection, table: str, columns: Sequence[tuple[str, str, str]]
+                                 ) -> list[str]:
+        """DuckLake 0.3 stored inlined strings as text and dates and timestamps (also 128-bit and unsigned 64-bit
+        integers) in native types; since 0.4 they are BYTEA and DuckDB's text. Converted in place, dates BC
+        rendered as DuckDB does (`0044-03-15 (BC)`), timestamps with time zone in UTC (the caller sets the
+        session's DateStyle and TimeZone: `legacy_inlined_session_sql`)."""
+        from sqlalchemy import text as sa_text
+
+        schema = self.metadata_schema
+        found: dict[str, str] = dict(conn.execute(sa_text(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = :t AND "
+            + ("table_schema = :s" if schema else "table_schema = current_schema()")),
+            {"t": table, **({"s": schema} if schema else {})}).all())
+        alters = []
+        for name, ducklake_type, duckdb_type in columns:
+            want, have, col = self.inlined_column_type(ducklake_type, duckdb_type), found.get(name), self.quote(name)
+            if want == "BYTEA" and have in ("character varying", "text", "json", "jsonb"):
+                alters.append(f"ALTER COLUMN {col} TYPE BYTEA USING convert_to({col}::text, 'UTF8')")
+            elif want == "VARCHAR" and have in ("date", "timestamp without time zone", "timestamp with time zone",
+                                                "numeric"):
+                alters.append(f"ALTER COLUMN {col} TYPE VARCHAR USING regexp_replace({col}::text, "
+                              "'^(\\S+)(.*) BC$', '\\1 (BC)\\2')")
+        return [f"ALTER TABLE {self.qualify(table)} {', '.join(alters)}"] if alters else []
+
+    def legacy_inlined_session_sql(self) -> list[str]:
+        """The session settings `legacy_inlined_types_sql`'s conversions assume (for this transaction only)."""
+        return ["SET LOCAL DateStyle = 'ISO, YMD'", "SET LOCAL TimeZone = 'UTC'"]
 
     def inlined_value(self, ducklake_type: str, text: str | None, raw: Any) -> tuple[str, Any]:
         """Strings and blobs as bytes; anything else as DuckDB's text, bound untyped (psycopg's `unknown`) so

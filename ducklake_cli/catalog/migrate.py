@@ -243,6 +243,47 @@ def _count_inlined_renames(conn: Connection, backend: Backend) -> int:
     return len(inlined_renames(conn, backend))
 
 
+def _legacy_inlined_alters(conn: Connection, backend: Backend) -> list[str]:
+    """The statements giving inlined-data tables of DuckLake 0.3 today's storage types (PostgreSQL only)."""
+    if not backend.legacy_inlined_session_sql():
+        return []
+    from ducklake_cli.catalog.inlined import stored_type
+    from ducklake_cli.catalog.reader import MetadataReader
+
+    reader = MetadataReader(conn, backend)
+    present = backend.list_tables(conn)
+    begins = {int(t): int(b) for t, b in conn.execute(text(
+        f"SELECT table_id, MIN(begin_snapshot) FROM {_q(backend, 'ducklake_table')} GROUP BY table_id")).all()}
+    out: list[str] = []
+    for table_id, name, version in conn.execute(text(
+            f"SELECT table_id, table_name, schema_version FROM {_q(backend, 'ducklake_inlined_data_tables')} "
+            "ORDER BY table_id, schema_version")).all():
+        if name not in present:
+            continue
+        at = reader.schema_version_snapshot(int(table_id), int(version), begins.get(int(table_id), 0))
+        found = reader.tables(at, table_ids=[int(table_id)])
+        if found:
+            columns = [(c.name, c.type, stored_type(c)) for c in found[0].columns]
+            out += backend.legacy_inlined_types_sql(conn, str(name), columns)
+    return out
+
+
+def _legacy_inlined_types(conn: Connection, backend: Backend, tolerant: bool) -> int:
+    """DuckLake 0.3's inlined strings, dates and timestamps in PostgreSQL's native types become what 0.4 and later
+    store (spec versions §2.6 step 2)."""
+    alters = _legacy_inlined_alters(conn, backend)
+    if alters:
+        for setting in backend.legacy_inlined_session_sql():
+            conn.exec_driver_sql(setting)
+        for alter in alters:
+            conn.exec_driver_sql(alter)
+    return len(alters)
+
+
+def _count_legacy_inlined(conn: Connection, backend: Backend) -> int:
+    return len(_legacy_inlined_alters(conn, backend))
+
+
 _MISSING_VERSIONS = (
     "FROM {idt} i JOIN {sn} cur ON i.schema_version <= cur.schema_version "
     "JOIN {sn} prev ON prev.snapshot_id = cur.snapshot_id - 1 AND prev.schema_version < i.schema_version "
@@ -375,6 +416,8 @@ STEPS: tuple[Step, ...] = (
         Rewrite("rename the inlined-data tables' row_id, begin_snapshot, end_snapshot to _ducklake_row_id, "
                 "_ducklake_begin_snapshot, _ducklake_end_snapshot", "ducklake_inlined_data_tables",
                 _rename_inlined, _count_inlined_renames, irreversible=True),
+        Rewrite("PostgreSQL: store DuckLake 0.3's inlined strings, dates and timestamps as 0.4 and later do",
+                "ducklake_inlined_data_tables", _legacy_inlined_types, _count_legacy_inlined),
         Rewrite("add the ducklake_schema_versions rows older writers left out for inlined-data tables",
                 "ducklake_schema_versions", _repair_schema_versions, _count_missing_versions),
         Rewrite("give renamed struct fields back the defaults older writers lost", "ducklake_column",

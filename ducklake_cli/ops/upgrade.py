@@ -207,9 +207,11 @@ def plan_upgrade(target: CatalogTarget, *, to: str = CURRENT, backup: CatalogTar
             if is_v11(to) and source != to:
                 _check_reserved(conn, lake, where)
             steps = m.path(source, to) if source != to else []
+            # A later step's rewrites read tables the earlier steps change: they are counted when they run.
             ops = tuple(
-                planned for st, _ in steps for planned in (
-                    *(PlannedOp(f"{st.source} -> {st.target}", op.describe(), m.op_rows(conn, lake.backend, op),
+                planned for i, (st, _) in enumerate(steps) for planned in (
+                    *(PlannedOp(f"{st.source} -> {st.target}", op.describe(),
+                                None if i and isinstance(op, m.Rewrite) else m.op_rows(conn, lake.backend, op),
                                 isinstance(op, m.DropColumn) or (isinstance(op, m.Rewrite) and op.irreversible))
                       for op in st.ops),
                     PlannedOp(f"{st.source} -> {st.target}", f"set the version to '{st.target}'", 1, False)))
