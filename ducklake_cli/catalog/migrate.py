@@ -418,14 +418,15 @@ STEPS: tuple[Step, ...] = (
                 _rename_inlined, _count_inlined_renames, irreversible=True),
         Rewrite("PostgreSQL: store DuckLake 0.3's inlined strings, dates and timestamps as 0.4 and later do",
                 "ducklake_inlined_data_tables", _legacy_inlined_types, _count_legacy_inlined),
+        # Columns before the row repairs: a DuckDB file cannot ALTER a table this transaction already updated.
+        *(AddColumn(table, column, kind) for table, column, kind in s.V11_COLUMNS),
+        *(CreateTable(name, cols) for name, cols, _ in s.V11_TABLES),
         Rewrite("add the ducklake_schema_versions rows older writers left out for inlined-data tables",
                 "ducklake_schema_versions", _repair_schema_versions, _count_missing_versions),
         Rewrite("give renamed struct fields back the defaults older writers lost", "ducklake_column",
                 _repair_struct_defaults, _count_lost_defaults),
         Rewrite("clear the min/max bounds of columns whose type changed (older writers kept the old type's)",
                 "ducklake_table_column_stats", _clear_retyped_bounds, _count_retyped_bounds),
-        *(AddColumn(table, column, kind) for table, column, kind in s.V11_COLUMNS),
-        *(CreateTable(name, cols) for name, cols, _ in s.V11_TABLES),
     ), notes=("irreversible: DuckDB 1.5 and older cannot read a 1.1 catalog (its inlined-data tables' system "
               "columns are renamed), and no tool lowers the version again; every client must support DuckLake 1.1 "
               "(DuckDB 2.0) first",)),

@@ -105,7 +105,6 @@ BAD = [
     ("ALTER TABLE s.t RENAME TO e.t2", "another schema"),
     ("CREATE TABLE othercat.s.q9 (a INT)", "too many parts"),
     ("DROP TABLE othercat.s.t", "too many parts"),
-    ("CREATE SCHEMA othercat.x", "too many parts"),
     ("COMMENT ON COLUMN othercat.s.t.a IS 'x'", "schema.]table.column"),
     ("ALTER TABLE s.t SET PARTITIONED BY (bucket(0, a))", "bucket(0, a): the bucket count must be positive"),
     ("CREATE VIEW s.w AS SELECT * FROM nope", "nope does not exist"),
@@ -128,6 +127,16 @@ def test_bad_ddl_changes_nothing(sql: str, needle: str, lake: tuple[Path, Path],
     assert hashlib.sha256(catalog.read_bytes()).hexdigest() == before  # so DuckDB attaches it as before
     if sql == BAD[0][0]:  # once: the refused lake attaches in DuckDB (the bytes are those of DuckDB's lake)
         assert ("s", "t") in _attach_ok(catalog, data)
+
+
+def test_a_nested_schema_on_1_0_needs_1_1(lake: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """DuckLake 1.0 has no nested schemas: one line naming `upgrade --to 1.1`, exit 2, nothing changed."""
+    catalog, _ = lake
+    before = hashlib.sha256(catalog.read_bytes()).hexdigest()
+    code, _, err = _query(capsys, monkeypatch, catalog, "CREATE SCHEMA othercat.x")
+    assert code == 2 and "upgrade --to 1.1" in err and len(err.strip().splitlines()) == 1, err
+    assert hashlib.sha256(catalog.read_bytes()).hexdigest() == before
 
 
 def test_last_column_cannot_go(lake: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
