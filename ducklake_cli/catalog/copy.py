@@ -17,14 +17,14 @@ from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.backends import Backend, backend_for
 from ducklake_cli.catalog.create import create_table_sql
 from ducklake_cli.catalog.inlined import stored_type, to_duckdb_text
-from ducklake_cli.catalog.migrate import catalog_layout, check_layout, migrate
+from ducklake_cli.catalog.migrate import add_v11_tables, catalog_layout, check_layout, migrate, missing_columns
 from ducklake_cli.catalog.models import ColumnInfo
 from ducklake_cli.catalog.queries import FileQueries, as_bool
 from ducklake_cli.catalog.reader import MetadataReader
 from ducklake_cli.catalog.schema import build_tables
 from ducklake_cli.catalog.types import INT_TYPES
 from ducklake_cli.catalog.url import CatalogTarget
-from ducklake_cli.catalog.versions import IN_PLACE, read_version, refusal
+from ducklake_cli.catalog.versions import IN_PLACE, is_v11, read_version, refusal
 from ducklake_cli.errors import CatalogExistsError, NotADuckLakeError
 
 _MOD = 1 << 128
@@ -71,6 +71,7 @@ class InlinedPlan:
     columns: tuple[ColumnInfo, ...]
     physical: tuple[str, ...]
     sqlite_sql: str | None = None  # a SQLite source's own CREATE TABLE: a SQLite copy gets it and the stored values
+    system: tuple[str, str, str] = s.INLINED_SYSTEM_V10  # row id, begin, end columns (1.1: `_ducklake_` names)
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,8 @@ def plan_copy(conn: Connection, backend: Backend, *, spec_only: bool = False) ->
     if refused is not None:
         raise refused
     assert version is not None
+    if version == s.LATEST_VERSION and missing_columns(conn, backend, version):
+        version = "1.1-dev1"  # a fork's `1.1` without 1.1's columns: copied as the nightly catalog it is
     check_layout(conn, backend, version)
     present = backend.list_tables(conn)
     t = s.metadata_t
@@ -111,7 +114,7 @@ def plan_copy(conn: Connection, backend: Backend, *, spec_only: bool = False) ->
     plan = CopyPlan(version, spec_layout, (), tuple(deletes), old_root)
     if spec_only:
         return plan
-    if version in IN_PLACE:
+    if version in IN_PLACE and not missing_columns(conn, backend, "1.1" if is_v11(version) else version):
         inlined = plan_inlined(conn, backend, conn, backend, present)
     else:
         with tempfile.TemporaryDirectory(prefix="ducklake-plan-") as tmp:
@@ -150,19 +153,23 @@ def plan_inlined(conn: Connection, backend: Backend, meta: Connection, meta_back
         physical = tuple(queries.inlined_column_names(r.table_name, columns))
         own = (conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
                                     (r.table_name,)).scalar() if backend.name == "sqlite" else None)
-        inlined.append(InlinedPlan(r.table_name, columns, physical, own))
+        inlined.append(InlinedPlan(r.table_name, columns, physical, own, queries.inlined_system(r.table_name)))
     return inlined
 
 
 def migrated_spec_copy(conn: Connection, backend: Backend, plan: CopyPlan, path: Path) -> tuple[Engine, Backend]:
-    """A new SQLite catalog at `path` holding the source's spec tables migrated to 1.0 (no inlined tables yet)."""
+    """A new SQLite catalog at `path` holding the source's spec tables migrated to 1.0 (no inlined tables yet); a
+    1.1 string's tables get what 1.1 adds and lacks there."""
     db = backend_for(CatalogTarget(backend="sqlite", path=path))
     engine = db.create_engine(read_only=False)
     with engine.begin() as dst:
         create_tables(dst, db, replace(plan, inlined=(), inlined_deletes=()), [])
         for name in plan.spec:
             copy_spec_table(conn, backend, dst, db, plan, name, new_root=None, batch=5000)
-        migrate(dst, db, plan.version)
+        if is_v11(plan.version):
+            add_v11_tables(dst, db)
+        else:
+            migrate(dst, db, plan.version)
     return engine, db
 
 
@@ -210,8 +217,9 @@ def create_tables(conn: Connection, backend: Backend, plan: CopyPlan, created: l
             continue
         cols = "".join(f", {backend.quote(c.name)} {backend.inlined_column_type(c.type, stored_type(c))}"
                        for c in p.columns)
-        conn.exec_driver_sql(f"CREATE TABLE {backend.qualify(p.name)}(row_id BIGINT, begin_snapshot BIGINT, "
-                             f"end_snapshot BIGINT{cols})")
+        row_id, begin, end = p.system
+        conn.exec_driver_sql(f"CREATE TABLE {backend.qualify(p.name)}({row_id} BIGINT, {begin} BIGINT, "
+                             f"{end} BIGINT{cols})")
         created.append(p.name)
     for name in plan.inlined_deletes:
         conn.exec_driver_sql(f"CREATE TABLE {backend.qualify(name)}(file_id BIGINT, row_id BIGINT, "
@@ -352,12 +360,12 @@ def _canonical(rows: Sequence[Sequence[Any]], columns: Sequence[ColumnInfo]) -> 
 
 
 def _inlined_select(conn: Connection, backend: Backend, name: str, physical: Sequence[str],
-                    columns: Sequence[ColumnInfo]) -> Any:
+                    columns: Sequence[ColumnInfo], system: Sequence[str]) -> Any:
     from sqlalchemy import text
 
     exprs = "".join(", " + backend.inlined_value_sql(backend.quote(n), c) for n, c in zip(physical, columns,
                                                                                           strict=True))
-    return text(f"SELECT row_id, begin_snapshot, end_snapshot{exprs} FROM {backend.qualify(name)}")
+    return text(f"SELECT {', '.join(system)}{exprs} FROM {backend.qualify(name)}")
 
 
 def copy_inlined_table(src: Connection, sb: Backend, dst: Connection, db: Backend, plan: InlinedPlan, *,
@@ -371,7 +379,7 @@ def copy_inlined_table(src: Connection, sb: Backend, dst: Connection, db: Backen
     out = TableCopy(plan.name)
     cols = plan.columns
     names = ", ".join(db.quote(c.name) for c in cols)
-    for rows in _batches(src, _inlined_select(src, sb, plan.name, plan.physical, cols), batch):
+    for rows in _batches(src, _inlined_select(src, sb, plan.name, plan.physical, cols, plan.system), batch):
         values = _canonical([tuple(r)[3:] for r in rows], cols)
         groups: dict[str, list[dict[str, Any]]] = {}
         for r, vals in zip(rows, values, strict=True):
@@ -381,14 +389,14 @@ def copy_inlined_table(src: Connection, sb: Backend, dst: Connection, db: Backen
                 expr, value = db.inlined_value(c.type, txt, raw)
                 exprs.append(expr.replace(":v", f":v{i}"))
                 params[f"v{i}"] = value
-            sql = (f"INSERT INTO {db.qualify(plan.name)}(row_id, begin_snapshot, end_snapshot"
+            sql = (f"INSERT INTO {db.qualify(plan.name)}({', '.join(plan.system)}"
                    f"{', ' + names if names else ''}) VALUES (:r, :b, :e{''.join(', ' + e for e in exprs)})")
             groups.setdefault(sql, []).append(params)
             out.source.add((int(r[0]), r[1], r[2], *(t for t, _ in vals)))
         for sql, params_list in groups.items():
             dst.execute(text(sql), params_list)
     physical = [c.name for c in cols]
-    for rows in _batches(dst, _inlined_select(dst, db, plan.name, physical, cols), batch):
+    for rows in _batches(dst, _inlined_select(dst, db, plan.name, physical, cols, plan.system), batch):
         values = _canonical([tuple(r)[3:] for r in rows], cols)
         for r, vals in zip(rows, values, strict=True):
             out.copy.add((int(r[0]), r[1], r[2], *(t for t, _ in vals)))

@@ -17,6 +17,8 @@ from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.changes import quote_name
 from ducklake_cli.catalog.columns import table_altered
 from ducklake_cli.catalog.models import PartitionField, PartitionSpec, SchemaInfo, SortKey, TableInfo, ViewInfo
+from ducklake_cli.catalog.names import shown_path
+from ducklake_cli.catalog.partitions import refuse_epoch
 from ducklake_cli.catalog.paths import uuid7
 from ducklake_cli.catalog.transaction import Transaction
 
@@ -30,6 +32,22 @@ def _end_live(tx: Transaction, table: Table, *where: object) -> int:
     """End the live rows matching `where` at this snapshot."""
     return int(tx.execute(update(table).where(and_(*where, table.c.end_snapshot.is_(None)))  # type: ignore[arg-type]
                           .values(end_snapshot=tx.snapshot_id)).rowcount)
+
+
+def create_schema(tx: Transaction, parent: SchemaInfo, name: str) -> SchemaInfo:
+    """A schema nested in `parent` (DuckLake 1.1): its directory `<schema_uuid>/` relative to the data path (spec
+    versions §3.4), recorded as `created_schema` of its full name."""
+    sid, uuid = tx.catalog_id(), uuid7()
+    parts = (*parent.qualified_parts, name)
+    schema = SchemaInfo(schema_id=sid, schema_uuid=uuid, name=name, path=f"{uuid}/", path_is_relative=True,
+                        begin_snapshot=tx.snapshot_id, parent_schema_id=parent.schema_id, parts=parts,
+                        full_name=shown_path(parts, quote=True))
+    tx.insert(s.table("ducklake_schema", True), [{
+        "schema_id": sid, "schema_uuid": uuid, "begin_snapshot": tx.snapshot_id, "end_snapshot": None,
+        "schema_name": name, "path": schema.path, "path_is_relative": True, "parent_schema_id": parent.schema_id}])
+    tx.change("created_schema", quote_name(*parts))
+    tx.schema_changed = True
+    return schema
 
 
 def drop_schema(tx: Transaction, schema: SchemaInfo) -> None:
@@ -61,7 +79,7 @@ def rename_table(tx: Transaction, table: TableInfo, new_name: str, *, inline: bo
     tx.schema_changed = True
     renamed = replace(table, name=new_name)
     table_altered(tx, renamed, new_inlined=inline, altered=False)
-    tx.change("created_table", quote_name(table.schema_name, new_name))
+    tx.change("created_table", quote_name(*table.schema_path, new_name))
     return renamed
 
 
@@ -73,6 +91,7 @@ def set_partition(tx: Transaction, table: TableInfo, fields: Sequence[tuple[int,
     current = [(f.column_id, f.transform) for f in table.partition.fields] if table.partition else []
     if current == list(fields):
         return table
+    refuse_epoch([tr for _, tr in fields], v11=tx.v11, where="the catalog")  # never a 1.1 transform into 1.0
     _end_live(tx, s.partition_info_t, s.partition_info_t.c.table_id == table.table_id)
     pid = tx.catalog_id()
     tx.insert(s.partition_info_t, [{"partition_id": pid, "table_id": table.table_id,
@@ -141,26 +160,46 @@ def create_view(tx: Transaction, schema: SchemaInfo, name: str, sql: str, aliase
                           "dialect": "duckdb", "sql": sql,
                           "column_aliases": ",".join(quote_name(a) for a in aliases)}])
     tx.schema_changed = True
-    tx.change("created_view", quote_name(schema.name, name))
+    tx.change("created_view", quote_name(*schema.qualified_parts, name))
     return vid
 
 
 def drop_view(tx: Transaction, view: ViewInfo) -> None:
-    """End a view and its comments."""
+    """End a view and its comments (on 1.1 its column comments too)."""
     _end_live(tx, s.view_t, s.view_t.c.view_id == view.view_id)
     _end_live(tx, s.tag_t, s.tag_t.c.object_id == view.view_id)
+    if tx.v11:  # the table does not exist on 1.0
+        _end_live(tx, s.view_column_tag_t, s.view_column_tag_t.c.view_id == view.view_id)
     tx.schema_changed = True
     tx.change("dropped_view", view.view_id)
 
 
 def rename_view(tx: Transaction, view: ViewInfo, new_name: str) -> None:
-    """A new row for the view under its new name (same id and uuid), recorded as `created_view` of it."""
+    """A new row for the view under its new name (same id and uuid), recorded as `created_view` of it; on 1.1 its
+    column comments are written again in the same snapshot, as DuckDB re-emits them."""
     _end_live(tx, s.view_t, s.view_t.c.view_id == view.view_id)
     tx.insert(s.view_t, [{"view_id": view.view_id, "view_uuid": view.view_uuid, "begin_snapshot": tx.snapshot_id,
                           "end_snapshot": None, "schema_id": view.schema_id, "view_name": new_name,
                           "dialect": view.dialect, "sql": view.sql, "column_aliases": view.column_aliases}])
+    if tx.v11 and view.column_tags:  # the live comments (a removed one, NULL, is not written again)
+        t = s.view_column_tag_t
+        _end_live(tx, t, t.c.view_id == view.view_id)
+        again = [{"view_id": view.view_id, "column_name": name, "begin_snapshot": tx.snapshot_id, "end_snapshot": None,
+                  "key": key, "value": value} for name, key, value in view.column_tags if value is not None]
+        if again:
+            tx.insert(t, again)
     tx.schema_changed = True
-    tx.change("created_view", quote_name(view.schema_name, new_name))
+    tx.change("created_view", quote_name(*view.schema_path, new_name))
+
+
+def comment_view_column(tx: Transaction, view: ViewInfo, column_name: str, text: str | None) -> None:
+    """COMMENT ON COLUMN of a view (DuckLake 1.1's `ducklake_view_column_tag`): the live row of the column's
+    comment ends, a new one (NULL: removed) begins; `column_name` is the view query's own name for the column."""
+    t = s.view_column_tag_t
+    _set_tag(tx, t, [t.c.view_id == view.view_id, t.c.column_name == column_name],
+             {"view_id": view.view_id, "column_name": column_name}, COMMENT_KEY, text)
+    tx.schema_changed = True  # as COMMENT ON VIEW: an ALTER of the view entry
+    tx.change("altered_view", view.view_id)
 
 
 def column_created_with_table(tx: Transaction, table_name: str, column_name: str) -> bool:

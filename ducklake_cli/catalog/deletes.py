@@ -12,6 +12,7 @@ from sqlalchemy import and_, delete, select
 from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.queries import CHUNK, data_file
 from ducklake_cli.catalog.transaction import Transaction
+from ducklake_cli.catalog.versions import v11_only
 from ducklake_cli.catalog.writes import schedule_for_deletion
 
 if TYPE_CHECKING:
@@ -61,14 +62,21 @@ def data_files_by_id(reader: MetadataReader, table_id: int, data_file_ids: Seque
 
 
 def add_delete_file(tx: Transaction, table_id: int, data_file_id: int, *, path: str, count: int, size: int,
-                    footer: int, begin_snapshot: int, partial_max: int | None) -> int:
-    """Register a delete file (path relative to the table directory)."""
+                    footer: int, begin_snapshot: int, partial_max: int | None, fmt: str = "parquet",
+                    row_groups: int | None = None) -> int:
+    """Register a delete file (path relative to the table directory); `row_groups` (a Parquet file's, None for a
+    Puffin one) is recorded only in a 1.1 catalog, whose `row_group_count` column 1.0 does not have."""
+    if fmt == "puffin" and not tx.v11 and partial_max is not None:
+        raise v11_only("a multi-snapshot Puffin delete file", where="the catalog")
     fid = tx.file_id()
-    tx.insert(s.delete_file_t, [{
+    row = {
         "delete_file_id": fid, "table_id": table_id, "begin_snapshot": begin_snapshot, "end_snapshot": None,
-        "data_file_id": data_file_id, "path": path, "path_is_relative": True, "format": "parquet",
+        "data_file_id": data_file_id, "path": path, "path_is_relative": True, "format": fmt,
         "delete_count": count, "file_size_bytes": size, "footer_size": footer, "encryption_key": None,
-        "partial_max": partial_max}])
+        "partial_max": partial_max}
+    if tx.v11:
+        row["row_group_count"] = row_groups if fmt == "parquet" else None
+    tx.insert(s.table("ducklake_delete_file", tx.v11), [row])
     return fid
 
 
@@ -86,11 +94,12 @@ def end_inlined_rows(tx: Transaction, table_names: Sequence[str], row_ids: Seque
     ended = 0
     ids = sorted(set(row_ids))
     for name in table_names:
+        row_id, begin, end = tx.reader.inlined_system(name)  # 1.1: `_ducklake_` names (spec versions §3.3)
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
             marks = ", ".join(f":r{j}" for j in range(len(chunk)))
             params = {f"r{j}": rid for j, rid in enumerate(chunk)} | {"s": tx.snapshot_id}
             ended += int(tx.execute_text(
-                f"UPDATE {tx.backend.qualify(name)} SET end_snapshot = :s WHERE end_snapshot IS NULL "
-                f"AND begin_snapshot <> :s AND row_id IN ({marks})", params).rowcount)
+                f"UPDATE {tx.backend.qualify(name)} SET {end} = :s WHERE {end} IS NULL "
+                f"AND {begin} <> :s AND {row_id} IN ({marks})", params).rowcount)
     return ended

@@ -54,10 +54,11 @@ def inlined_rows_changed(
     names = reader.inlined_column_names(inlined.table_name, columns)
     exprs = ", ".join(reader.backend.inlined_value_sql(reader.backend.quote(n), c)
                       for n, c in zip(names, columns, strict=True))
-    marker = "end_snapshot" if deleted else "begin_snapshot"
-    sql = (f"SELECT row_id, {marker}{', ' + exprs if exprs else ''} "
+    row_id, begin, ended = reader.inlined_system(inlined.table_name)
+    marker = ended if deleted else begin
+    sql = (f"SELECT {row_id}, {marker}{', ' + exprs if exprs else ''} "
            f"FROM {reader.backend.qualify(inlined.table_name)} "
-           f"WHERE {marker} >= {int(start)} AND {marker} <= {int(end)} ORDER BY row_id")
+           f"WHERE {marker} >= {int(start)} AND {marker} <= {int(end)} ORDER BY {row_id}")
     return [tuple(r) for r in reader.conn.exec_driver_sql(sql)]
 
 

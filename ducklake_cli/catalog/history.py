@@ -39,6 +39,7 @@ from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.backends import Backend
 from ducklake_cli.catalog.paths import table_dir
 from ducklake_cli.catalog.types import SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID
+from ducklake_cli.catalog.versions import system_columns
 
 _INLINED_DELETE = re.compile(re.escape(s.INLINED_DELETE_PREFIX) + r"(\d+)$")
 _REWRITE = re.compile(r"rewrite_delete:(\d+)")
@@ -151,8 +152,10 @@ def snapshot_metrics(conn: Connection, backend: Backend, table_ids: Iterable[int
         m.bytes_removed += size
     # Delete files embedding each position's snapshot: rewritten in place (`partial_max`), or written after their
     # begin_snapshot (a flush: the file id is at or past that snapshot's next_file_id). Deletion vectors never do.
-    embeds = ("(d.partial_max > d.begin_snapshot OR d.delete_file_id >= x.next_file_id) "
-              "AND coalesce(d.format, 'parquet') <> 'puffin'")
+    # (A 1.1 Puffin container, `partial_max` past its first blob, embeds each position's snapshot too.)
+    embeds = ("((d.partial_max > d.begin_snapshot OR d.delete_file_id >= x.next_file_id) "
+              "AND coalesce(d.format, 'parquet') <> 'puffin' "
+              "OR d.partial_max > d.begin_snapshot AND d.format = 'puffin')")
     for snap, tid, n, positions, size, embedded in rows(
             f"SELECT d.begin_snapshot, d.table_id, count(*), sum(d.delete_count), sum(d.file_size_bytes), "
             f"sum(CASE WHEN {embeds} THEN d.delete_count ELSE 0 END) FROM {dl} d "
@@ -269,6 +272,11 @@ def _embedded_snapshots(path: str, storage_options: Mapping[str, Any]) -> Counte
     from ducklake_cli.storage.files import filesystem
 
     out: Counter[int | None] = Counter()
+    if path.endswith(".puffin"):  # a 1.1 container: each position counts at the first blob holding it
+        from ducklake_cli.storage.deletion_vector import read_deletion_vectors
+
+        out.update(snap for _, snap in read_deletion_vectors(path, storage_options).first_deleted())
+        return out
     try:
         with filesystem(path, dict(storage_options)).open(path, "rb") as fh:
             pf = pq.ParquetFile(fh)
@@ -332,15 +340,16 @@ def _inlined_rows(conn: Connection, backend: Backend, wanted: set[int] | None) -
         if name not in existing or (wanted is not None and int(tid) not in wanted):
             continue
         q = backend.qualify(name)
-        for snap, n in conn.exec_driver_sql(f"SELECT begin_snapshot, count(*) FROM {q} GROUP BY begin_snapshot").all():
+        _, begin, end = system_columns(conn, backend, None, name)  # probed: 1.0's or 1.1's names
+        for snap, n in conn.exec_driver_sql(f"SELECT {begin}, count(*) FROM {q} GROUP BY {begin}").all():
             out.append((int(tid), int(snap), int(n), 0))
-        for snap, n in conn.exec_driver_sql(f"SELECT end_snapshot, count(*) FROM {q} WHERE end_snapshot IS NOT NULL "
-                                            "GROUP BY end_snapshot").all():
+        for snap, n in conn.exec_driver_sql(f"SELECT {end}, count(*) FROM {q} WHERE {end} IS NOT NULL "
+                                            f"GROUP BY {end}").all():
             out.append((int(tid), int(snap), 0, int(n)))
         drop = dropped.get(int(tid))
         if drop is not None:
-            n = conn.exec_driver_sql(f"SELECT count(*) FROM {q} WHERE begin_snapshot < {drop} AND "
-                                     f"(end_snapshot IS NULL OR end_snapshot > {drop})").scalar()
+            n = conn.exec_driver_sql(f"SELECT count(*) FROM {q} WHERE {begin} < {drop} AND "
+                                     f"({end} IS NULL OR {end} > {drop})").scalar()
             out.append((int(tid), drop, 0, int(n or 0)))
     return out
 

@@ -29,6 +29,7 @@ TABLE_KEYED = (
 )
 FILE_KEYED = ("ducklake_file_column_stats", "ducklake_file_variant_stats", "ducklake_file_partition_value")
 VERSIONED_OBJECTS = ("ducklake_schema", "ducklake_view", "ducklake_tag", "ducklake_macro")
+VERSIONED_OBJECTS_V11 = ("ducklake_view_column_tag",)  # 1.1 only: the table does not exist on 1.0
 
 
 @dataclass(frozen=True)
@@ -249,9 +250,11 @@ def expire(
     freed: Freed,
     schedule: Sequence[tuple[int, str, bool]],
     now: dt.datetime,
+    v11: bool = False,
 ) -> dict[str, int]:
     """Remove expired snapshots and every row only they referenced; schedule `(file id, path, relative)` rows.
-    `freed` must come from `freed_files(conn, expired)` in this same transaction. Returns rows removed per table."""
+    `freed` must come from `freed_files(conn, expired)` in this same transaction; `v11`: the catalog is DuckLake 1.1
+    (its gone view column comments go too). Returns rows removed per table."""
     removed: dict[str, int] = {}
 
     def count(name: str, result: Any) -> None:
@@ -283,8 +286,8 @@ def expire(
         for name in TABLE_KEYED:
             t = s.T[name]
             count(name, conn.execute(delete(t).where(t.c.table_id.in_(freed.table_ids))))
-    for name in VERSIONED_OBJECTS:
-        t = s.T[name]
+    for name in (*VERSIONED_OBJECTS, *(VERSIONED_OBJECTS_V11 if v11 else ())):
+        t = s.table(name, v11)
         count(name, conn.execute(delete(t).where(gone(t))))
     macro = s.T["ducklake_macro"]
     for name in ("ducklake_macro_impl", "ducklake_macro_parameters"):

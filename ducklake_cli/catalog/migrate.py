@@ -250,7 +250,14 @@ def _legacy_inlined_alters(conn: Connection, backend: Backend) -> list[str]:
     from ducklake_cli.catalog.inlined import stored_type
     from ducklake_cli.catalog.reader import MetadataReader
 
-    reader = MetadataReader(conn, backend)
+    class Reader(MetadataReader):
+        """Reads what 1.0 has: the plan runs this before 1.1's columns exist (a 1.1-dev1 may lack some)."""
+
+        @property
+        def v11(self) -> bool:
+            return False
+
+    reader = Reader(conn, backend)
     present = backend.list_tables(conn)
     begins = {int(t): int(b) for t, b in conn.execute(text(
         f"SELECT table_id, MIN(begin_snapshot) FROM {_q(backend, 'ducklake_table')} GROUP BY table_id")).all()}
@@ -416,11 +423,11 @@ STEPS: tuple[Step, ...] = (
         Rewrite("rename the inlined-data tables' row_id, begin_snapshot, end_snapshot to _ducklake_row_id, "
                 "_ducklake_begin_snapshot, _ducklake_end_snapshot", "ducklake_inlined_data_tables",
                 _rename_inlined, _count_inlined_renames, irreversible=True),
-        Rewrite("PostgreSQL: store DuckLake 0.3's inlined strings, dates and timestamps as 0.4 and later do",
-                "ducklake_inlined_data_tables", _legacy_inlined_types, _count_legacy_inlined),
         # Columns before the row repairs: a DuckDB file cannot ALTER a table this transaction already updated.
         *(AddColumn(table, column, kind) for table, column, kind in s.V11_COLUMNS),
         *(CreateTable(name, cols) for name, cols, _ in s.V11_TABLES),
+        Rewrite("PostgreSQL: store DuckLake 0.3's inlined strings, dates and timestamps as 0.4 and later do",
+                "ducklake_inlined_data_tables", _legacy_inlined_types, _count_legacy_inlined),
         Rewrite("add the ducklake_schema_versions rows older writers left out for inlined-data tables",
                 "ducklake_schema_versions", _repair_schema_versions, _count_missing_versions),
         Rewrite("give renamed struct fields back the defaults older writers lost", "ducklake_column",
@@ -585,6 +592,16 @@ def migrate(conn: Connection, backend: Backend, source: str, target: str = s.FOR
         _fault(f"{step.source}-{step.target}:done")
         done[f"{step.source} -> {step.target}"] = rows
     return done
+
+
+def add_v11_tables(conn: Connection, backend: Backend) -> None:
+    """The columns and tables of DuckLake 1.1 a catalog lacks, and the version `1.1` (no row rewrites: for a private
+    copy of spec tables only, so a 1.1 reader can read it)."""
+    step = next(st for st in STEPS if st.target == s.LATEST_VERSION)
+    for op in step.ops:
+        if isinstance(op, AddColumn | CreateTable):
+            run_op(conn, backend, op, tolerant=True)
+    set_version(conn, backend, s.LATEST_VERSION)
 
 
 def op_rows(conn: Connection, backend: Backend, op: Op) -> int | None:

@@ -31,6 +31,19 @@ class SchemaInfo:
     path: str | None
     path_is_relative: bool
     begin_snapshot: int
+    parent_schema_id: int | None = None  # DuckLake 1.1's nested schemas; None at the top level
+    parts: tuple[str, ...] = ()  # the full name, outermost first (empty: `name` alone)
+    full_name: str = ""  # the full name as printed (empty: `name`)
+
+    @property
+    def qualified_parts(self) -> tuple[str, ...]:
+        """The schema's full name, outermost first."""
+        return self.parts or (self.name,)
+
+    @property
+    def shown(self) -> str:
+        """The full name as printed (`sales.europe`; a part with a dot quoted on 1.1 catalogs)."""
+        return self.full_name or self.name
 
 
 @dataclass(frozen=True)
@@ -130,6 +143,12 @@ class TableInfo:
     sort_keys: tuple[SortKey, ...] = ()
     tags: tuple[tuple[str, str | None], ...] = ()
     column_tags: tuple[tuple[int, str, str | None], ...] = ()
+    schema_parts: tuple[str, ...] = ()  # the schema's full name (empty: `schema_name` alone)
+
+    @property
+    def schema_path(self) -> tuple[str, ...]:
+        """The schema's full name, outermost first."""
+        return self.schema_parts or (self.schema_name,)
 
     @property
     def qualified_name(self) -> str:
@@ -170,6 +189,17 @@ class ViewInfo:
     dialect: str | None
     sql: str | None
     column_aliases: str | None
+    schema_parts: tuple[str, ...] = ()  # the schema's full name (empty: `schema_name` alone)
+    column_tags: tuple[tuple[str, str, str | None], ...] = ()  # DuckLake 1.1: (column name, key, value)
+
+    @property
+    def schema_path(self) -> tuple[str, ...]:
+        """The schema's full name, outermost first."""
+        return self.schema_parts or (self.schema_name,)
+
+    def column_comments(self) -> dict[str, str]:
+        """The view's column comments (1.1's `ducklake_view_column_tag`, key `comment`) by query column name."""
+        return {name: value for name, key, value in self.column_tags if key == "comment" and value is not None}
 
 
 @dataclass(frozen=True)
@@ -264,6 +294,9 @@ class LeafStats:
     max_value: str | None
     contains_nan: bool | None
     column_size_bytes: int | None = None
+    # Whether a string/blob bound is a real value, not a truncated or footer-read one (1.1's `*_is_exact`).
+    min_exact: bool = True
+    max_exact: bool = True
 
 
 @dataclass(frozen=True)
@@ -277,3 +310,4 @@ class NewDataFile:
     footer_size: int
     partition_values: tuple[str | None, ...]
     stats: tuple[LeafStats, ...]
+    row_group_count: int | None = None  # Parquet row groups written (1.1's `row_group_count`)

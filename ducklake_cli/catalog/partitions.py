@@ -1,5 +1,6 @@
 """The DuckLake partition vocabulary (spec §6): transform names, `--partition-by` items, hive directory names and
-key text, the calendar parts year/month/day/hour and `bucket(N)` with DuckDB's murmur3 inputs. The writer, the
+key text, the calendar parts year/month/day/hour, DuckLake 1.1's epoch counts epoch_year/month/day/hour (spec
+versions §3.7) and `bucket(N)` with DuckDB's murmur3 inputs. The writer, the
 pruner and maintenance all take these from here; Spark and Arrow forms of the same transforms live in the engine."""
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ if TYPE_CHECKING:
 
 CALENDAR = ("year", "month", "day", "hour")
 CALENDAR_TYPES = frozenset({"date", "timestamp", "timestamptz"})  # what `--partition-by year(col)` accepts
+# DuckLake 1.1 only: floor counts of units since 1970-01-01 00:00 UTC (Iceberg's transforms), negative before.
+EPOCH = ("epoch_year", "epoch_month", "epoch_day", "epoch_hour")
+EPOCH_TYPES = frozenset({"date", "timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_us",
+                         "timestamp_ns"})  # what `--partition-by epoch_day(col)` accepts (epoch_hour on DATE too)
 BUCKET = re.compile(r"bucket\((\d+)\)")
 MAX_BUCKETS = 2**31 - 1  # DuckDB's limit on bucket(N)
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # a NULL key's hive directory value
@@ -36,7 +41,7 @@ UNIT_NS = {"date": DAY_NS, "timestamp": 1000, "timestamp_us": 1000, "timestamptz
            "timestamp_s": NS, "timestamp_ns": 1}
 _EPOCH_DT = dt.datetime(1970, 1, 1)
 
-_ITEM = re.compile(r"^\s*(year|month|day|hour)\s*\(\s*([^()]+?)\s*\)\s*$"
+_ITEM = re.compile(r"^\s*((?:epoch_)?(?:year|month|day|hour))\s*\(\s*([^()]+?)\s*\)\s*$"
                    r"|^\s*bucket\s*\(\s*(\d+)\s*,\s*([^()]+?)\s*\)\s*$", re.IGNORECASE)
 
 
@@ -65,7 +70,7 @@ def transform_text(transform: str, column: str) -> str:
 
 @dataclass(frozen=True)
 class PartitionRequest:
-    """One `--partition-by` item: a column and a transform (`identity`, `year`…, `bucket(N)`)."""
+    """One `--partition-by` item: a column and a transform (`identity`, `year`…, `epoch_day`…, `bucket(N)`)."""
 
     column: str
     transform: str
@@ -92,9 +97,23 @@ def parse_partition_by(items: Sequence[str]) -> list[PartitionRequest]:
             elif re.fullmatch(r"\s*[`\"]?[^()`\",]+[`\"]?\s*", part):
                 out.append(PartitionRequest(part.strip().strip('`"'), "identity"))
             else:
-                raise UsageError(f"--partition-by {part.strip()!r} is not a column, year|month|day|hour(col) "
-                                 "or bucket(N, col)")
+                raise UsageError(f"--partition-by {part.strip()!r} is not a column, year|month|day|hour(col), "
+                                 "epoch_year|epoch_month|epoch_day|epoch_hour(col) or bucket(N, col)")
     return out
+
+
+def epoch_requests(requests: Sequence[PartitionRequest]) -> list[str]:
+    """The epoch transforms (DuckLake 1.1 only) among the requests, in order."""
+    return [r.transform for r in requests if r.transform in EPOCH]
+
+
+def refuse_epoch(transforms: Sequence[str], *, v11: bool, where: str) -> None:
+    """Refuse an epoch transform for a 1.0 catalog, in DuckDB's terms (nothing written)."""
+    from ducklake_cli.catalog.versions import v11_only
+
+    epoch = [tr for tr in transforms if tr in EPOCH]
+    if epoch and not v11:
+        raise v11_only(f"the {epoch[0]} partition transform", where=where)
 
 
 def resolve_partition(columns: Sequence[ColumnInfo], requests: Sequence[PartitionRequest]) -> list[tuple[int, str]]:
@@ -110,6 +129,9 @@ def resolve_partition(columns: Sequence[ColumnInfo], requests: Sequence[Partitio
                 and col.type == "date":
             raise UsageError(f"--partition-by {req.transform}({col.name}): needs a date or timestamp column, "
                              f"not {col.type}")
+        if req.transform in EPOCH and col.type not in EPOCH_TYPES:
+            raise UsageError(f"--partition-by {req.transform}({col.name}): needs a date or timestamp column, "
+                             f"not {col.type}")
         if col.children:
             raise UsageError(f"--partition-by {col.name}: nested columns cannot be partition keys")
         out.append((col.column_id, req.transform))
@@ -122,9 +144,11 @@ def hive_key_names(column_names: Mapping[int, str], fields: Sequence[tuple[int, 
                    identity_claims: bool = True) -> list[str]:
     """The `key=` of each partition key's hive directory, as DuckDB names them: the columns when every key is
     identity; else, in key order, the column for identity and the transform (`year`, `bucket`) for the others, or
-    `<that>_<column>` when an earlier key took the name (case-insensitive), so `year(ts), year(d)` gives `year`,
-    `year_d` and `year(ts), year` gives `year`, `year_year`. `identity_claims=False` is `ducklake_add_data_files`'
-    reading of a path, where identity keys take no name."""
+    `<that>_<column>` when an earlier key took the name (case-insensitive), then `_2`, `_3` … while that is taken
+    too, so `year(ts), year(d)` gives `year`, `year_d`, `year(ts), year` gives `year`, `year_year` and
+    `epoch_day(ts), day(ts), epoch_day(ts)` gives `epoch_day`, `day`, `epoch_day_ts` (epoch transforms as calendar
+    ones). `identity_claims=False` is `ducklake_add_data_files`' reading of a path, where identity keys take no
+    name."""
     if all(transform_name(t) == "identity" for _, t in fields):
         return [column_names.get(cid, "") for cid, _ in fields]
     used: set[str] = set()
@@ -133,6 +157,10 @@ def hive_key_names(column_names: Mapping[int, str], fields: Sequence[tuple[int, 
         column, short = column_names.get(cid, ""), transform_name(transform)
         prefix = column if short == "identity" else short
         name = f"{prefix}_{column}" if prefix.lower() in used else prefix
+        base, n = name, 1
+        while name.lower() in used and name != prefix:
+            n += 1
+            name = f"{base}_{n}"
         if identity_claims or short != "identity":
             used.add(name.lower())
         out.append(name)
@@ -173,6 +201,54 @@ def calendar_part(ns: int, transform: str) -> int:
     days, rem = divmod(ns, DAY_NS)
     day = dt.date.fromordinal(days + EPOCH_ORDINAL)
     return {"year": day.year, "month": day.month, "day": day.day, "hour": rem // HOUR_NS}[transform]
+
+
+# ----- epoch counts (DuckLake 1.1) -------------------------------------------------------------------------------
+
+def epoch_part(ns: int, transform: str) -> int:
+    """epoch_year/month/day/hour of a UTC time given as nanoseconds since the epoch: `date_diff(unit, 1970-01-01,
+    v)`, a floor count (1969-12-31 23:30 is -1 of each); nanoseconds are floored to microseconds first."""
+    ns = ns // 1000 * 1000
+    if transform == "epoch_day":
+        return ns // DAY_NS
+    if transform == "epoch_hour":
+        return ns // HOUR_NS
+    day = dt.date.fromordinal(ns // DAY_NS + EPOCH_ORDINAL)
+    if transform == "epoch_year":
+        return day.year - 1970
+    if transform == "epoch_month":
+        return (day.year - 1970) * 12 + day.month - 1
+    raise ValueError(f"not an epoch transform: {transform}")
+
+
+def epoch_span(value: int, transform: str) -> tuple[int, int]:
+    """The nanoseconds `[lo, hi]` (UTC since the epoch) whose epoch transform is `value`."""
+    if transform == "epoch_day":
+        return value * DAY_NS, (value + 1) * DAY_NS - 1
+    if transform == "epoch_hour":
+        return value * HOUR_NS, (value + 1) * HOUR_NS - 1
+    if transform == "epoch_year":
+        lo, hi = dt.date(1970 + value, 1, 1), dt.date(1971 + value, 1, 1)
+    elif transform == "epoch_month":
+        y, m = divmod(value, 12)
+        lo = dt.date(1970 + y, m + 1, 1)
+        hi = dt.date(1970 + y + (m == 11), 1 if m == 11 else m + 2, 1)
+    else:
+        raise ValueError(f"not an epoch transform: {transform}")
+    return (lo.toordinal() - EPOCH_ORDINAL) * DAY_NS, (hi.toordinal() - EPOCH_ORDINAL) * DAY_NS - 1
+
+
+def epoch_of(value: Any, transform: str) -> int | None:
+    """An epoch transform of a Python date/datetime (aware: its UTC instant; naive: as UTC); None for NULL."""
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        naive = value.astimezone(dt.UTC).replace(tzinfo=None) if value.tzinfo else value
+        delta = naive - _EPOCH_DT
+        return epoch_part(((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds) * 1000, transform)
+    if isinstance(value, dt.date):
+        return epoch_part((value - _EPOCH_DT.date()).days * DAY_NS, transform)
+    raise ValueError(f"{transform}() takes a date or timestamp, not {type(value).__name__}")
 
 
 # ----- bucket(N): murmur3 ----------------------------------------------------------------------------------------

@@ -101,8 +101,22 @@ class FileQueries:
         self.backend = backend
         self._tables: set[str] | None = None
         self._inlined_names: dict[str, list[str]] = {}
+        self._inlined_system: dict[str, tuple[str, str, str]] = {}
 
     # ----- catalog-wide ---------------------------------------------------------------------------------
+    def format_version(self) -> str | None:
+        """The catalog's format version when known here (None: each inlined-data table's names are probed)."""
+        return None
+
+    def inlined_system(self, table_name: str) -> tuple[str, str, str]:
+        """The (row id, begin snapshot, end snapshot) column names of one inlined-data table (spec versions §3.3)."""
+        if table_name not in self._inlined_system:
+            from ducklake_cli.catalog.versions import system_columns
+
+            self._inlined_system[table_name] = system_columns(self.conn, self.backend, self.format_version(),
+                                                              table_name)
+        return self._inlined_system[table_name]
+
     def table_names(self) -> set[str]:
         """All table names in the metadata schema (cached for this reader)."""
         if self._tables is None:
@@ -148,10 +162,11 @@ class FileQueries:
         """Rows of one inlined-data table live at S."""
         q = self.backend.qualify(inlined.table_name)
         sid = int(snapshot_id)
+        _, begin, end = self.inlined_system(inlined.table_name)
         return int(
             self.conn.exec_driver_sql(
-                f"SELECT count(*) FROM {q} WHERE begin_snapshot <= {sid} "
-                f"AND (end_snapshot IS NULL OR end_snapshot > {sid})"
+                f"SELECT count(*) FROM {q} WHERE {begin} <= {sid} "
+                f"AND ({end} IS NULL OR {end} > {sid})"
             ).scalar_one()
         )
 
@@ -319,15 +334,17 @@ class FileQueries:
         `(row_id, begin_snapshot, end_snapshot, value per column)`, values in storage form."""
         q = self.backend.qualify
         exprs = self._inlined_selects(inlined, columns)
-        sql = (f"SELECT row_id, begin_snapshot, end_snapshot{', ' + exprs if exprs else ''} "
-               f"FROM {q(inlined.table_name)} WHERE begin_snapshot <= {int(snapshot_id)} ORDER BY row_id")
+        row_id, begin, end = self.inlined_system(inlined.table_name)
+        sql = (f"SELECT {row_id}, {begin}, {end}{', ' + exprs if exprs else ''} "
+               f"FROM {q(inlined.table_name)} WHERE {begin} <= {int(snapshot_id)} ORDER BY {row_id}")
         return [tuple(r) for r in self.conn.exec_driver_sql(sql)]
 
     def inlined_row_counts(self, inlined: InlinedTable, upto_snapshot: int) -> tuple[int, int]:
         """(rows inserted at or before S, how many of them are deleted) in one inlined-data table."""
         q = self.backend.qualify(inlined.table_name)
+        _, begin, end = self.inlined_system(inlined.table_name)
         n, gone = self.conn.exec_driver_sql(
-            f"SELECT count(*), count(end_snapshot) FROM {q} WHERE begin_snapshot <= {int(upto_snapshot)}").one()
+            f"SELECT count(*), count({end}) FROM {q} WHERE {begin} <= {int(upto_snapshot)}").one()
         return int(n), int(gone)
 
     def inlined_rows(
@@ -338,6 +355,7 @@ class FileQueries:
         q = self.backend.qualify
         exprs = self._inlined_selects(inlined, columns)
         sid = int(snapshot_id)
-        sql = (f"SELECT row_id{', ' + exprs if exprs else ''} FROM {q(inlined.table_name)} "
-               f"WHERE begin_snapshot <= {sid} AND (end_snapshot IS NULL OR end_snapshot > {sid}) ORDER BY row_id")
+        row_id, begin, end = self.inlined_system(inlined.table_name)
+        sql = (f"SELECT {row_id}{', ' + exprs if exprs else ''} FROM {q(inlined.table_name)} "
+               f"WHERE {begin} <= {sid} AND ({end} IS NULL OR {end} > {sid}) ORDER BY {row_id}")
         return [tuple(r) for r in self.conn.exec_driver_sql(sql)]

@@ -25,13 +25,24 @@ from ducklake_cli.catalog.models import (
     TableInfo,
     ViewInfo,
 )
-from ducklake_cli.catalog.names import split_qualified
+from ducklake_cli.catalog.names import pick_entry, readings, shown_path, split_qualified
 from ducklake_cli.catalog.queries import FileQueries, as_bool, visible
 from ducklake_cli.catalog.versions import IN_PLACE, is_v11, refusal
 from ducklake_cli.errors import NotADuckLakeError, NotFoundError, UnsupportedVersionError
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Row, Table
+
+
+def pick_schema(schemas: Sequence[SchemaInfo], parts: Sequence[str]) -> SchemaInfo | None:
+    """The schema whose full name is `parts`: exact, else the one case-insensitive match."""
+    wanted = tuple(parts)
+    for sc in schemas:
+        if sc.qualified_parts == wanted:
+            return sc
+    low = tuple(p.lower() for p in wanted)
+    folded = [sc for sc in schemas if tuple(p.lower() for p in sc.qualified_parts) == low]
+    return folded[0] if len(folded) == 1 else None
 
 class MetadataReader(FileQueries):
     """Typed queries over one open catalog connection."""
@@ -52,6 +63,10 @@ class MetadataReader(FileQueries):
     def v11(self) -> bool:
         """Whether the catalog has DuckLake 1.1's tables and rules (1.1 or 1.1-dev1)."""
         return is_v11(self.metadata().version)
+
+    def format_version(self) -> str | None:
+        """The catalog's format version (its inlined-data tables' names follow it; spec versions §3.3)."""
+        return self.metadata().version
 
     def _read_metadata(self) -> LakeMetadata:
         if "ducklake_metadata" not in self.table_names() or "ducklake_snapshot" not in self.table_names():
@@ -143,18 +158,51 @@ class MetadataReader(FileQueries):
 
     # ----- catalog objects at S ---------------------------------------------------------------------------
     def schemas(self, snapshot_id: int) -> list[SchemaInfo]:
-        """Schemas visible at S, by id."""
-        t = s.schema_t
+        """Schemas visible at S, by id: on 1.1, a nested schema only while every schema above it is visible too
+        (spec versions §3.4), each with its full name."""
+        v11 = self.v11
+        t = s.table("ducklake_schema", v11)  # 1.0 catalogs have no parent_schema_id
         rows = self.conn.execute(select(t).where(visible(t, snapshot_id)).order_by(t.c.schema_id)).all()
-        return [
-            SchemaInfo(r.schema_id, str(r.schema_uuid), r.schema_name, r.path, bool(as_bool(r.path_is_relative)),
-                       r.begin_snapshot)
-            for r in rows
-        ]
+        by_id = {r.schema_id: r for r in rows}
+        parts: dict[int, tuple[str, ...] | None] = {}
+
+        def chain(sid: int) -> tuple[str, ...] | None:
+            seen: list[int] = []
+            cur: int | None = sid
+            while cur is not None and cur not in parts:
+                if cur in seen:
+                    raise NotADuckLakeError(
+                        f"{self.backend.target.display()}: the parent chain of schema {sid} loops "
+                        f"({' -> '.join(map(str, [*seen, cur]))}): not a usable DuckLake catalog")
+                if cur not in by_id:  # an ancestor invisible at S hides the schemas below it
+                    break
+                seen.append(cur)
+                cur = by_id[cur].parent_schema_id if v11 else None
+            above = parts.get(cur) if cur is not None else ()
+            for one in reversed(seen):
+                above = None if above is None else (*above, by_id[one].schema_name)
+                parts[one] = above
+            return parts[sid]
+
+        out = []
+        for r in rows:
+            full = chain(r.schema_id)
+            if full is None:
+                continue
+            out.append(SchemaInfo(
+                r.schema_id, str(r.schema_uuid), r.schema_name, r.path, bool(as_bool(r.path_is_relative)),
+                r.begin_snapshot, parent_schema_id=r.parent_schema_id if v11 else None, parts=full,
+                full_name=shown_path(full, quote=v11)))
+        return out
+
+    def find_schema(self, snapshot_id: int, name: str) -> SchemaInfo | None:
+        """A schema by its dotted name (`sales.europe` nests on 1.1, `"sales.europe"` is one name); exact, else
+        the one case-insensitive match."""
+        return pick_schema(self.schemas(snapshot_id), split_qualified(name))
 
     def tables(self, snapshot_id: int, *, table_ids: Sequence[int] | None = None) -> list[TableInfo]:
         """Tables visible at S with columns, inlined tables, partition and sort specs and tags."""
-        schemas = {sc.schema_id: sc.name for sc in self.schemas(snapshot_id)}
+        schemas = {sc.schema_id: sc for sc in self.schemas(snapshot_id)}
         t = s.table_t
         q = select(t).where(visible(t, snapshot_id)).order_by(t.c.table_id)
         if table_ids is not None:
@@ -172,7 +220,8 @@ class MetadataReader(FileQueries):
         return [
             TableInfo(
                 table_id=r.table_id, table_uuid=str(r.table_uuid), schema_id=r.schema_id,
-                schema_name=schemas[r.schema_id], name=r.table_name, path=r.path,
+                schema_name=schemas[r.schema_id].shown, schema_parts=schemas[r.schema_id].qualified_parts,
+                name=r.table_name, path=r.path,
                 path_is_relative=bool(as_bool(r.path_is_relative)), begin_snapshot=r.begin_snapshot,
                 columns=tuple(columns.get(r.table_id, ())), inlined_tables=tuple(inlined.get(r.table_id, ())),
                 partition=partitions.get(r.table_id), sort_keys=tuple(sorts.get(r.table_id, ())),
@@ -182,25 +231,23 @@ class MetadataReader(FileQueries):
         ]
 
     def find_table(self, snapshot_id: int, name: str) -> TableInfo:
-        """A table by `name` (schema main) or `schema.name` (a leading catalog part is ignored)."""
+        """A table by `name` (schema main), `schema.name` or, on 1.1, `a.b.name` in nested schemas (on 1.0 a leading
+        catalog part is ignored; on 1.1 it is when the whole path names no table)."""
         parts = split_qualified(name)
-        schema_name, table_name = ("main", parts[-1]) if len(parts) == 1 else (parts[-2], parts[-1])
         tables = self.tables(snapshot_id)
-        for tbl in tables:
-            if tbl.schema_name == schema_name and tbl.name == table_name:
-                return tbl
-        wanted = (schema_name.lower(), table_name.lower())
-        folded = [t for t in tables if (t.schema_name.lower(), t.name.lower()) == wanted]
-        if len(folded) == 1:  # identifiers are case-insensitive in DuckDB and Spark
-            return folded[0]
+        found = pick_entry(tables, parts, nested=self.v11)
+        if found is not None:
+            return found
+        (path, table_name), *_ = readings(parts, nested=self.v11)
+        wanted = f"{shown_path(path, quote=self.v11)}.{table_name}"
         known = sorted(tbl.qualified_name for tbl in tables)
         from difflib import get_close_matches
 
-        close = get_close_matches(f"{schema_name}.{table_name}", known, n=3)
+        close = get_close_matches(wanted, known, n=3)
         hint = f"did you mean {', '.join(close)}?" if close else (
             f"tables at snapshot {snapshot_id}: {', '.join(known[:10])}" if known else "the lake has no tables"
         )
-        raise NotFoundError(f"table {schema_name}.{table_name} does not exist at snapshot {snapshot_id}", hint=hint)
+        raise NotFoundError(f"table {wanted} does not exist at snapshot {snapshot_id}", hint=hint)
 
     def _columns(self, snapshot_id: int, table_ids: list[int]) -> dict[int, list[ColumnInfo]]:
         t = s.column_t
@@ -271,6 +318,10 @@ class MetadataReader(FileQueries):
             out[r.table_id].append(SortKey(r.sort_key_index, r.expression, r.sort_direction, r.null_order))
         return out
 
+    def object_tags(self, snapshot_id: int, object_id: int) -> list[tuple[str, str | None]]:
+        """`(key, value)` of the tags of one table or view visible at S (a view's comment: key `comment`)."""
+        return self._tags(snapshot_id, [object_id]).get(object_id, [])
+
     def _tags(self, snapshot_id: int, object_ids: list[int]) -> dict[int, list[tuple[str, str | None]]]:
         t = s.tag_t
         rows = self.conn.execute(
@@ -294,16 +345,29 @@ class MetadataReader(FileQueries):
         return out
 
     def views(self, snapshot_id: int) -> list[ViewInfo]:
-        """Views visible at S."""
-        schemas = {sc.schema_id: sc.name for sc in self.schemas(snapshot_id)}
+        """Views visible at S (with their column comments on 1.1)."""
+        schemas = {sc.schema_id: sc for sc in self.schemas(snapshot_id)}
         t = s.view_t
-        rows = self.conn.execute(select(t).where(visible(t, snapshot_id)).order_by(t.c.view_id)).all()
+        rows = [r for r in self.conn.execute(select(t).where(visible(t, snapshot_id)).order_by(t.c.view_id)).all()
+                if r.schema_id in schemas]
+        tags = self._view_column_tags(snapshot_id, [r.view_id for r in rows]) if self.v11 and rows else {}
         return [
-            ViewInfo(r.view_id, str(r.view_uuid), r.schema_id, schemas[r.schema_id], r.view_name, r.dialect, r.sql,
-                     r.column_aliases)
+            ViewInfo(r.view_id, str(r.view_uuid), r.schema_id, schemas[r.schema_id].shown, r.view_name, r.dialect,
+                     r.sql, r.column_aliases, schema_parts=schemas[r.schema_id].qualified_parts,
+                     column_tags=tuple(tags.get(r.view_id, ())))
             for r in rows
-            if r.schema_id in schemas
         ]
+
+    def _view_column_tags(self, snapshot_id: int, view_ids: list[int]) -> dict[int, list[tuple[str, str, str | None]]]:
+        t = s.view_column_tag_t
+        rows = self.conn.execute(
+            select(t.c.view_id, t.c.column_name, t.c.key, t.c.value)
+            .where(visible(t, snapshot_id), t.c.view_id.in_(view_ids)).order_by(t.c.view_id, t.c.begin_snapshot)
+        ).all()
+        out: dict[int, list[tuple[str, str, str | None]]] = defaultdict(list)
+        for r in rows:
+            out[r.view_id].append((r.column_name, r.key, r.value))
+        return out
 
     def table_schema_versions(self, table_id: int) -> list[tuple[int, int]]:
         """`(begin_snapshot, schema_version)` of every version of one table's definition, oldest first."""

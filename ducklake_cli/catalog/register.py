@@ -13,7 +13,7 @@ from sqlalchemy import and_, select, update
 
 from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.models import TableInfo
-from ducklake_cli.catalog.stats import merge_bound
+from ducklake_cli.catalog.stats import bound_is_exact, exact_flag, merge_bound
 from ducklake_cli.catalog.transaction import Transaction
 from ducklake_cli.catalog.types import FLOAT_TYPES, INT_TYPES, decimal_parts
 
@@ -41,6 +41,7 @@ class FileStat:
     null_count: int | None
     min_value: str | None
     max_value: str | None
+    exact: bool = False  # string bounds are real values (a hive value), not a footer's, which may be cut
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class RegisteredFile:
     mapping: tuple[MappingRow, ...]
     stats: tuple[FileStat, ...]
     partition_values: tuple[str | None, ...] = ()
+    row_group_count: int | None = None  # the footer's num_row_groups (1.1's `row_group_count`)
 
 
 def _canonical(rows: Sequence[MappingRow]) -> frozenset[tuple[str, int, int | None, bool]]:
@@ -100,20 +102,26 @@ def register_files(tx: Transaction, table: TableInfo, files: Sequence[Registered
     stats_row = tx.execute(select(ts).where(ts.c.table_id == table.table_id)).first()
     next_row = int(stats_row.next_row_id or 0) if stats_row is not None else 0
     pid = table.partition.partition_id if table.partition else None
+    v11 = tx.v11
+    types = {leaf.column_id: leaf.type for c in table.columns for leaf in c.leaves()}
     ids = []
     for f, mid in zip(files, mapping_of, strict=True):
         fid = tx.file_id()
         ids.append((fid, mid))
-        tx.insert(s.data_file_t, [{
+        row = {
             "data_file_id": fid, "table_id": table.table_id, "begin_snapshot": tx.snapshot_id, "end_snapshot": None,
             "file_order": None, "path": f.path, "path_is_relative": False, "file_format": "parquet",
             "record_count": f.record_count, "file_size_bytes": f.file_size_bytes, "footer_size": f.footer_size,
             "row_id_start": next_row, "partition_id": pid, "encryption_key": None, "mapping_id": mid,
-            "partial_max": None}])
-        tx.insert(s.file_column_stats_t, [{
+            "partial_max": None}
+        if v11:  # 1.1 only (spec versions §3.1)
+            row["row_group_count"] = f.row_group_count
+        tx.insert(s.table("ducklake_data_file", v11), [row])
+        tx.insert(s.table("ducklake_file_column_stats", v11), [{
             "data_file_id": fid, "table_id": table.table_id, "column_id": st.column_id,
             "column_size_bytes": st.column_size_bytes, "value_count": st.value_count, "null_count": st.null_count,
-            "min_value": st.min_value, "max_value": st.max_value, "contains_nan": None, "extra_stats": None}
+            "min_value": st.min_value, "max_value": st.max_value, "contains_nan": None, "extra_stats": None,
+            **(_flags(st, types.get(st.column_id, "varchar")) if v11 else {})}
             for st in f.stats])
         if pid is not None:
             tx.insert(s.file_partition_value_t, [{
@@ -124,6 +132,12 @@ def register_files(tx: Transaction, table: TableInfo, files: Sequence[Registered
     if files:
         tx.change("inserted_into_table", table.table_id)
     return ids
+
+
+def _flags(st: FileStat, ducklake_type: str) -> dict[str, bool | None]:
+    """1.1's exactness of a registered file's bounds: a footer's string bounds may be cut, so not exact."""
+    return {"min_is_exact": exact_flag(st.min_value, st.exact, ducklake_type),
+            "max_is_exact": exact_flag(st.max_value, st.exact, ducklake_type)}
 
 
 _TEMPORAL_TYPES = frozenset({"date", "timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_ns"})
@@ -166,10 +180,12 @@ def _table_stats(tx: Transaction, table: TableInfo, old: object, files: Sequence
             record_count=int(getattr(old, "record_count", 0) or 0) + records, next_row_id=next_row,
             file_size_bytes=int(getattr(old, "file_size_bytes", 0) or 0) + size))
     types = {leaf.column_id: leaf.type for c in table.columns for leaf in c.leaves()}
-    tcs = s.table_column_stats_t
+    v11 = tx.v11
+    tcs = s.table("ducklake_table_column_stats", v11)
     current: dict[int, dict[str, object]] = {
         r.column_id: {"contains_null": None if r.contains_null is None else bool(r.contains_null),
-                      "contains_nan": r.contains_nan, "min_value": r.min_value, "max_value": r.max_value}
+                      "contains_nan": r.contains_nan, "min_value": r.min_value, "max_value": r.max_value,
+                      **({"min_is_exact": r.min_is_exact, "max_is_exact": r.max_is_exact} if v11 else {})}
         for r in tx.execute(select(tcs).where(tcs.c.table_id == table.table_id))}
     touched: dict[int, bool] = {}  # column id → whether it had a row before
     for f in files:
@@ -184,6 +200,9 @@ def _table_stats(tx: Transaction, table: TableInfo, old: object, files: Sequence
                 touched.setdefault(st.column_id, False)
                 current[st.column_id] = {"contains_null": has_null, "contains_nan": None, "min_value": lo,
                                          "max_value": hi}
+                if v11:
+                    current[st.column_id].update(_flags(FileStat(st.column_id, 0, None, None, lo, hi, st.exact),
+                                                        typ))
                 continue
             touched.setdefault(st.column_id, True)
             old_null = row["contains_null"]
@@ -197,6 +216,13 @@ def _table_stats(tx: Transaction, table: TableInfo, old: object, files: Sequence
                 # A file with values but no bound makes the bound unknown until a later file brings one.
                 row[key] = None if new is None else new if mine is None else merge_bound(str(mine), new, typ,
                                                                                          upper=upper)
+                if v11:  # the exactness of whichever side supplied the bound (spec versions §3.5)
+                    flag = key.replace("_value", "_is_exact")
+                    mine_exact = mine is not None and bound_is_exact(row[flag], typ)
+                    won = row[key]
+                    exact = (mine_exact or st.exact) if won == mine == new else (
+                        mine_exact if won == mine else st.exact)
+                    row[flag] = exact_flag(None if won is None else str(won), exact, typ)
     for cid, existed in touched.items():
         values = current[cid]
         if existed:

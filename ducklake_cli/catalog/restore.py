@@ -68,9 +68,10 @@ def inlined_changes(reader: MetadataReader, table: TableInfo, target: int) -> li
     for inl in table.inlined_tables:
         q = reader.backend.qualify(inl.table_name)
         n = int(target)
+        _, begin, end = reader.inlined_system(inl.table_name)
         to_end, to_readd = reader.conn.exec_driver_sql(
-            f"SELECT count(CASE WHEN end_snapshot IS NULL AND begin_snapshot > {n} THEN 1 END), "
-            f"count(CASE WHEN begin_snapshot <= {n} AND end_snapshot > {n} THEN 1 END) FROM {q}").one()
+            f"SELECT count(CASE WHEN {end} IS NULL AND {begin} > {n} THEN 1 END), "
+            f"count(CASE WHEN {begin} <= {n} AND {end} > {n} THEN 1 END) FROM {q}").one()
         if to_end or to_readd:
             out.append(InlinedChange(inl.table_name, int(to_end or 0), int(to_readd or 0)))
     return out
@@ -82,16 +83,17 @@ def restore_inlined(tx: Transaction, table_id: int, change: InlinedChange, targe
     b = tx.backend
     q = b.qualify(change.table_name)
     params = {"n": target, "s": tx.snapshot_id}
+    row_id, begin, end = tx.reader.inlined_system(change.table_name)
     if change.to_end:
-        tx.execute_text(f"UPDATE {q} SET end_snapshot = :s WHERE end_snapshot IS NULL AND begin_snapshot > :n "
-                        "AND begin_snapshot <> :s", params)
+        tx.execute_text(f"UPDATE {q} SET {end} = :s WHERE {end} IS NULL AND {begin} > :n "
+                        f"AND {begin} <> :s", params)
         tx.change("inlined_delete", table_id)
     if change.to_readd:
         keys = tx.execute_text(f"SELECT * FROM {q} WHERE 1 = 0").keys()
         values = ", ".join(b.quote(str(k)) for k in list(keys)[3:])
         tail = ", " + values if values else ""
-        tx.execute_text(f"INSERT INTO {q} (row_id, begin_snapshot, end_snapshot{tail}) SELECT row_id, :s, NULL{tail} "
-                        f"FROM {q} WHERE begin_snapshot <= :n AND end_snapshot > :n AND end_snapshot <> :s", params)
+        tx.execute_text(f"INSERT INTO {q} ({row_id}, {begin}, {end}{tail}) SELECT {row_id}, :s, NULL{tail} "
+                        f"FROM {q} WHERE {begin} <= :n AND {end} > :n AND {end} <> :s", params)
         tx.change("inlined_insert", table_id)
 
 
@@ -109,13 +111,20 @@ def copy_data_file(tx: Transaction, f: DataFile, *, path: str, path_is_relative:
     """Register a byte copy of `f` (at `path`) beginning now: same rows, row ids, stats, partition values and name
     mapping as `f`, a new id. Returns the new data file id."""
     fid = tx.file_id()
-    tx.insert(s.data_file_t, [{
+    v11 = tx.v11
+    row = {
         "data_file_id": fid, "table_id": f.table_id, "begin_snapshot": tx.snapshot_id, "end_snapshot": None,
         "file_order": None, "path": path, "path_is_relative": path_is_relative, "file_format": f.file_format,
         "record_count": f.record_count, "file_size_bytes": f.file_size_bytes, "footer_size": f.footer_size,
         "row_id_start": f.row_id_start, "partition_id": f.partition_id, "encryption_key": f.encryption_key,
-        "mapping_id": f.mapping_id, "partial_max": f.partial_max}])
-    per_file = [s.file_column_stats_t, s.file_partition_value_t]
+        "mapping_id": f.mapping_id, "partial_max": f.partial_max}
+    if v11:  # a byte copy has the same row groups (spec versions §3.1)
+        df = s.table("ducklake_data_file", True)
+        row["row_group_count"] = tx.execute(select(df.c.row_group_count).where(
+            and_(df.c.table_id == f.table_id, df.c.data_file_id == f.data_file_id))).scalar()
+    tx.insert(s.table("ducklake_data_file", v11), [row])
+    # 1.1's stats rows carry their exactness flags along.
+    per_file = [s.table("ducklake_file_column_stats", v11), s.file_partition_value_t]
     if "ducklake_file_variant_stats" in tx.reader.table_names():
         per_file.append(s.T["ducklake_file_variant_stats"])
     for t in per_file:

@@ -17,6 +17,34 @@ if TYPE_CHECKING:
 
 # Types DuckDB keeps no min/max for (spec §8.2).
 NO_BOUNDS = frozenset({"int128", "uint128", "timetz", "interval", "geometry", "variant"})
+# Types whose bounds a Parquet writer may truncate: only theirs can be inexact (spec versions §3.5).
+STRING_BOUNDS = frozenset({"varchar", "json", "blob"})
+DUCKDB_STRING_STAT_BYTES = 256  # DuckDB's Parquet writer cuts string bounds to this many bytes
+
+
+def exact_flag(bound: str | None, exact: bool, ducklake_type: str) -> bool | None:
+    """1.1's `min_is_exact`/`max_is_exact` for a stored bound: NULL without a bound, true for every type compared
+    by value, and the writer's flag for strings and blobs (spec versions §3.5)."""
+    if bound is None:
+        return None
+    return exact if ducklake_type in STRING_BOUNDS else True
+
+
+def bound_is_exact(flag: Any, ducklake_type: str) -> bool:
+    """Whether a stored bound may answer MIN/MAX: numeric, temporal and boolean bounds always, a string's only when
+    flagged exact (NULL, as on 1.0 catalogs and after migration, is not; spec versions §3.5)."""
+    if ducklake_type not in STRING_BOUNDS:
+        return True
+    return flag is not None and str(flag).strip().lower() in ("1", "true", "t")
+
+
+def duckdb_string_exact(bound: str | None, ducklake_type: str) -> bool:
+    """Whether a string bound from DuckDB's written-file stats is whole: DuckDB cuts longer ones to 256 bytes (a
+    blob's text is hex, two characters a byte), so a bound of that length may be cut."""
+    if bound is None or ducklake_type not in STRING_BOUNDS:
+        return True
+    size = len(bound) // 2 if ducklake_type == "blob" else len(bound.encode("utf-8"))
+    return size < DUCKDB_STRING_STAT_BYTES
 
 
 def _float_text(value: float, ducklake_type: str) -> str:
@@ -165,12 +193,15 @@ class ColumnStats:
     has_num_values: bool = False
     has_contains_nan: bool = False
     any_valid: bool = True
+    min_exact: bool = True  # the bound is a real value (1.1's `min_is_exact`; strings only can be inexact)
+    max_exact: bool = True
 
     @classmethod
     def of_file(cls, st: LeafStats, ducklake_type: str) -> ColumnStats:
         """A data file's leaf stats (every count known; NaN known for floats only)."""
         return cls(ducklake_type, st.null_count, st.value_count + st.null_count, bool(st.contains_nan), st.min_value,
-                   st.max_value, True, True, st.contains_nan is not None)
+                   st.max_value, True, True, st.contains_nan is not None, min_exact=st.min_exact,
+                   max_exact=st.max_exact)
 
     @classmethod
     def of_inlined(cls, st: LeafStats, ducklake_type: str) -> ColumnStats:
@@ -180,10 +211,13 @@ class ColumnStats:
 
     @classmethod
     def of_row(cls, ducklake_type: str, contains_null: bool | None, contains_nan: bool | None, lo: str | None,
-               hi: str | None, extra: str | None = None) -> ColumnStats:
-        """A stored `ducklake_table_column_stats` row (DuckDB's `FromGlobalStats`)."""
+               hi: str | None, extra: str | None = None, *, min_exact: Any = None,
+               max_exact: Any = None) -> ColumnStats:
+        """A stored `ducklake_table_column_stats` row (DuckDB's `FromGlobalStats`); the 1.1 flags as stored (NULL:
+        a string bound is not known to be exact)."""
         return cls(ducklake_type, 1 if contains_null else 0, 0, bool(contains_nan), lo, hi, contains_null is not None,
-                   False, contains_nan is not None, lo is not None or hi is not None or extra is not None)
+                   False, contains_nan is not None, lo is not None or hi is not None or extra is not None,
+                   bound_is_exact(min_exact, ducklake_type), bound_is_exact(max_exact, ducklake_type))
 
     def valid(self) -> bool:
         """Whether any value is not NULL (DuckDB's `AnyValid`)."""
@@ -203,15 +237,33 @@ class ColumnStats:
         if not new.valid():
             return out
         if not self.valid():
-            return replace(out, min=new.min, max=new.max, any_valid=True)
-        return replace(out, min=merge_bound(self.min, new.min, self.type, upper=False, key=_bound_key),
-                       max=merge_bound(self.max, new.max, self.type, upper=True, key=_bound_key))
+            return replace(out, min=new.min, max=new.max, any_valid=True, min_exact=new.min_exact,
+                           max_exact=new.max_exact)
+        lo = merge_bound(self.min, new.min, self.type, upper=False, key=_bound_key)
+        hi = merge_bound(self.max, new.max, self.type, upper=True, key=_bound_key)
+        return replace(out, min=lo, max=hi, min_exact=_winner_exact(lo, self.min, self.min_exact, new.min,
+                                                                    new.min_exact),
+                       max_exact=_winner_exact(hi, self.max, self.max_exact, new.max, new.max_exact))
 
-    def row(self) -> dict[str, Any]:
-        """The `ducklake_table_column_stats` values (contains_null, contains_nan, min_value, max_value)."""
-        return {"contains_null": self.null_count > 0 if self.has_null_count else None,
-                "contains_nan": self.contains_nan if self.has_contains_nan else None,
-                "min_value": self.min, "max_value": self.max}
+    def row(self, *, v11: bool = False) -> dict[str, Any]:
+        """The `ducklake_table_column_stats` values (contains_null, contains_nan, min_value, max_value; on a 1.1
+        catalog also min_is_exact, max_is_exact)."""
+        out = {"contains_null": self.null_count > 0 if self.has_null_count else None,
+               "contains_nan": self.contains_nan if self.has_contains_nan else None,
+               "min_value": self.min, "max_value": self.max}
+        if v11:
+            out["min_is_exact"] = exact_flag(self.min, self.min_exact, self.type)
+            out["max_is_exact"] = exact_flag(self.max, self.max_exact, self.type)
+        return out
+
+
+def _winner_exact(won: str | None, old: str | None, old_exact: bool, new: str | None, new_exact: bool) -> bool:
+    """The exactness of the bound that won a merge: the side it came from (equal bounds: exact if either is)."""
+    if won is None:
+        return True
+    if won == old and won == new:
+        return old_exact or new_exact
+    return old_exact if won == old else new_exact
 
 
 def joined_file_stats(parts: Sequence[LeafStats], ducklake_type: str) -> LeafStats:
@@ -219,16 +271,18 @@ def joined_file_stats(parts: Sequence[LeafStats], ducklake_type: str) -> LeafSta
     sizes added, bounds the widest of the parts that have one (a part of NaN or NULL only has none), NaN OR-ed."""
     from ducklake_cli.catalog.models import LeafStats
 
-    def pick(values: list[str], upper: bool) -> str | None:
-        keyed = [(k, v) for v in values if (k := _bound_key(v, ducklake_type)) is not None]
+    def pick(values: list[tuple[str, bool]], upper: bool) -> tuple[str | None, bool]:
+        keyed = [(k, v, exact) for v, exact in values if (k := _bound_key(v, ducklake_type)) is not None]
         if len(keyed) != len(values) or not keyed:
-            return None
-        return (max if upper else min)(keyed, key=lambda kv: kv[0])[1]
+            return None, True
+        best = (max if upper else min)(keyed, key=lambda kv: kv[0])
+        # The part that supplied the winning bound decides its exactness (any exact part with the same bound).
+        return best[1], any(exact for k, v, exact in keyed if k == best[0] and v == best[1])
 
     nans = [p.contains_nan for p in parts if p.contains_nan is not None]
     sizes = [p.column_size_bytes for p in parts]
+    lo, lo_exact = pick([(p.min_value, p.min_exact) for p in parts if p.min_value is not None], False)
+    hi, hi_exact = pick([(p.max_value, p.max_exact) for p in parts if p.max_value is not None], True)
     return LeafStats(parts[0].column_id, sum(p.value_count for p in parts), sum(p.null_count for p in parts),
-                     pick([p.min_value for p in parts if p.min_value is not None], False),
-                     pick([p.max_value for p in parts if p.max_value is not None], True),
-                     any(nans) if nans else None,
-                     None if any(x is None for x in sizes) else sum(x or 0 for x in sizes))
+                     lo, hi, any(nans) if nans else None,
+                     None if any(x is None for x in sizes) else sum(x or 0 for x in sizes), lo_exact, hi_exact)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ducklake_cli.catalog.models import Snapshot
 
 EXAMPLES = 5  # rows named per broken rule: enough to find them, never thousands of lines
-INLINED_COLUMNS = ("row_id", "begin_snapshot", "end_snapshot")
+INLINED_COLUMNS = s.INLINED_SYSTEM_V10  # 1.0's; 1.1's are `s.INLINED_SYSTEM_V11` (spec versions §3.3)
 # Ids drawn from next_catalog_id (spec §5.2) and from next_file_id (name mappings share the file counter).
 _CATALOG_IDS = (("ducklake_schema", "schema_id"), ("ducklake_table", "table_id"), ("ducklake_view", "view_id"),
                 ("ducklake_partition_info", "partition_id"), ("ducklake_sort_info", "sort_id"),
@@ -66,9 +66,14 @@ def inlined_refs(conn: Connection, table_ids: Sequence[int]) -> list[InlinedRef]
     return [InlinedRef(int(r[0]), str(r[1]), int(r[2])) for r in rows]
 
 
-def inlined_findings(conn: Connection, backend: Backend, refs: Iterable[InlinedRef]) -> list[Finding]:
+def inlined_findings(conn: Connection, backend: Backend, refs: Iterable[InlinedRef], *,
+                     version: str | None = None) -> list[Finding]:
     """Registered inlined-data tables that are missing, or lack the columns every reader selects (checked from
-    an empty result's column names: no rows are read or counted)."""
+    an empty result's column names: no rows are read or counted): the catalog `version`'s names (1.1: `_ducklake_`
+    ones); a 1.1-dev1 catalog's, or any when the version is not given, may have either set."""
+    from ducklake_cli.catalog.versions import is_v11
+
+    wanted = None if version in (None, "1.1-dev1") else s.inlined_system_columns(is_v11(version))
     existing = backend.list_tables(conn)
     out: list[Finding] = []
     for ref in refs:
@@ -78,7 +83,8 @@ def inlined_findings(conn: Connection, backend: Backend, refs: Iterable[InlinedR
                                ref.table_id))
             continue
         names = {str(k).lower() for k in backend.column_names(conn, ref.table_name)}
-        lacking = [c for c in INLINED_COLUMNS if c not in names]
+        sets = [wanted] if wanted else [s.INLINED_SYSTEM_V11, s.INLINED_SYSTEM_V10]
+        lacking = min(([c for c in cols if c not in names] for cols in sets), key=len)
         if lacking:
             out.append(Finding("broken_inlined_table", f"inlined-data table {ref.table_name} lacks the column(s) "
                                                        f"{', '.join(lacking)}", ref.table_id))

@@ -132,3 +132,14 @@ def v11_only(what: str, *, where: str) -> UnsupportedVersionError:
     return UnsupportedVersionError(
         f"{what} needs a DuckLake 1.1 catalog; {where} is 1.0, so nothing was changed",
         hint="run `ducklake upgrade --to 1.1` first (DuckDB 1.5 cannot read the result, DuckDB 2.0 can)")
+
+
+def system_columns(conn: Connection, backend: Backend, version: str | None, table_name: str) -> tuple[str, str, str]:
+    """The (row id, begin snapshot, end snapshot) column names of one existing inlined-data table (spec versions
+    §3.3): 1.1's `_ducklake_` names on a 1.1 catalog, 1.0's on older ones; probed on a 1.1-dev1 catalog (which nightly
+    wrote it decides) or when the version is not known (`None`)."""
+    if version is not None and version != "1.1-dev1":
+        return s.inlined_system_columns(is_v11(version))
+    names = backend.column_names(conn, table_name)
+    first = str(names[0]).lower() if names else ""
+    return s.INLINED_SYSTEM_V11 if first == s.INLINED_SYSTEM_V11[0] else s.INLINED_SYSTEM_V10

@@ -17,13 +17,26 @@ from ducklake_cli.catalog.changes import quote_name
 from ducklake_cli.catalog.inlined import stored_type
 from ducklake_cli.catalog.models import ColumnInfo, LeafStats, NewDataFile, SchemaInfo, TableInfo
 from ducklake_cli.catalog.paths import uuid7
-from ducklake_cli.catalog.stats import ColumnStats
+from ducklake_cli.catalog.stats import ColumnStats, bound_is_exact, exact_flag
 from ducklake_cli.catalog.transaction import Transaction
 from ducklake_cli.catalog.types import ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_-]+")
-# Inlining is off when a column has one of these names (DuckDB's rule, spec §4).
+# Inlining is off when a column has one of these names (DuckDB's rule, spec §4); 1.0 only (spec versions §3.3).
 RESERVED_INLINE_NAMES = frozenset({"row_id", "begin_snapshot", "end_snapshot", SNAPSHOT_ID_COLUMN, ROW_ID_COLUMN})
+
+
+def blocks_inlining(name: str, *, v11: bool) -> bool:
+    """Whether a top-level column so named keeps a table's rows out of the catalog: 1.0's reserved names, or on 1.1
+    only a `_ducklake_` name (1.1's inlined-data tables prefix their own columns; spec versions §3.3)."""
+    low = name.lower()
+    return low.startswith(s.RESERVED_PREFIX_V11) if v11 else low in RESERVED_INLINE_NAMES
+
+
+def exact_flags(st: LeafStats, ducklake_type: str) -> dict[str, bool | None]:
+    """1.1's `min_is_exact`/`max_is_exact` of one file's leaf stats (spec versions §3.5)."""
+    return {"min_is_exact": exact_flag(st.min_value, st.min_exact, ducklake_type),
+            "max_is_exact": exact_flag(st.max_value, st.max_exact, ducklake_type)}
 
 
 def dir_name(name: str) -> str:
@@ -34,7 +47,7 @@ def dir_name(name: str) -> str:
 def ensure_schema(tx: Transaction, name: str, *, path: str | None = None) -> SchemaInfo:
     """The live schema `name`, created in this snapshot (directory `path`, default `dir_name`) when missing."""
     for sch in tx.reader.schemas(tx.latest.snapshot_id):
-        if sch.name == name:
+        if sch.name == name and sch.parent_schema_id is None:  # a 1.1 nested schema of that name is another
             return sch
     sid = tx.catalog_id()
     schema = SchemaInfo(schema_id=sid, schema_uuid=uuid7(), name=name, path=path or dir_name(name),
@@ -81,9 +94,9 @@ def create_table(tx: Transaction, schema: SchemaInfo, name: str, columns: Sequen
     tid = tx.catalog_id()
     tpath, relative = path or (dir_name(name), True)
     cols = tuple(_created(c, tx.snapshot_id) for c in columns)
-    table = TableInfo(table_id=tid, table_uuid=uuid7(), schema_id=schema.schema_id, schema_name=schema.name,
-                      name=name, path=tpath, path_is_relative=relative, begin_snapshot=tx.snapshot_id,
-                      columns=cols)
+    table = TableInfo(table_id=tid, table_uuid=uuid7(), schema_id=schema.schema_id, schema_name=schema.shown,
+                      schema_parts=schema.qualified_parts, name=name, path=tpath, path_is_relative=relative,
+                      begin_snapshot=tx.snapshot_id, columns=cols)
     tx.schema_changed = True
     tx.insert(s.table_t, [{"table_id": tid, "table_uuid": table.table_uuid, "begin_snapshot": tx.snapshot_id,
                            "end_snapshot": None, "schema_id": schema.schema_id, "table_name": name,
@@ -104,7 +117,7 @@ def create_table(tx: Transaction, schema: SchemaInfo, name: str, columns: Sequen
     if inline:
         table = replace(table, inlined_tables=(create_inlined_table(tx, table),))
         tx.inlined_made[tid] = table.inlined_tables[0].table_name
-    tx.change("created_table", quote_name(schema.name, name))
+    tx.change("created_table", quote_name(*schema.qualified_parts, name))
     return table
 
 
@@ -115,8 +128,9 @@ def create_inlined_table(tx: Transaction, table: TableInfo) -> Any:
     name = f"ducklake_inlined_data_{table.table_id}_{tx.schema_version}"
     b = tx.backend
     cols = ", ".join(f"{b.quote(c.name)} {b.inlined_column_type(c.type, stored_type(c))}" for c in table.columns)
-    tx.execute_text(f"CREATE TABLE IF NOT EXISTS {b.qualify(name)}(row_id BIGINT, begin_snapshot BIGINT, "
-                    f"end_snapshot BIGINT{', ' + cols if cols else ''})")
+    row_id, begin, end = s.inlined_system_columns(tx.v11)
+    tx.execute_text(f"CREATE TABLE IF NOT EXISTS {b.qualify(name)}({row_id} BIGINT, {begin} BIGINT, "
+                    f"{end} BIGINT{', ' + cols if cols else ''})")
     tx.insert(s.inlined_tables_t, [{"table_id": table.table_id, "table_name": name,
                                     "schema_version": tx.schema_version}])
     return InlinedTable(name, tx.schema_version)
@@ -167,22 +181,28 @@ class TableWrite:
         first row id of a file that embeds none (a merge of files whose row ids follow on). Returns the new ids."""
         tx, t = self.tx, self.table
         pid = partition_id if partition_id is not None else (t.partition.partition_id if t.partition else None)
+        v11 = tx.v11
+        types = {leaf.column_id: leaf.type for c in t.columns for leaf in c.leaves()} if v11 else {}
         ids = []
         for f in files:
             fid = tx.file_id()
             ids.append(fid)
             begin, partial_max = lineage if lineage else (tx.snapshot_id, None)
-            tx.insert(s.data_file_t, [{
+            row = {
                 "data_file_id": fid, "table_id": t.table_id, "begin_snapshot": begin, "end_snapshot": None,
                 "file_order": None, "path": f.path, "path_is_relative": True, "file_format": "parquet",
                 "record_count": f.record_count, "file_size_bytes": f.file_size_bytes, "footer_size": f.footer_size,
                 "row_id_start": row_id_start if lineage else self.next_row_id, "partition_id": pid,
-                "encryption_key": None, "mapping_id": None, "partial_max": partial_max}])
-            tx.insert(s.file_column_stats_t, [{
+                "encryption_key": None, "mapping_id": None, "partial_max": partial_max}
+            if v11:  # 1.1 only: a 1.0 catalog has no such column (spec versions §3.1)
+                row["row_group_count"] = f.row_group_count
+            tx.insert(s.table("ducklake_data_file", v11), [row])
+            tx.insert(s.table("ducklake_file_column_stats", v11), [{
                 "data_file_id": fid, "table_id": t.table_id, "column_id": st.column_id,
                 "column_size_bytes": st.column_size_bytes, "value_count": st.value_count,
                 "null_count": st.null_count, "min_value": st.min_value, "max_value": st.max_value,
-                "contains_nan": st.contains_nan, "extra_stats": None} for st in f.stats])
+                "contains_nan": st.contains_nan, "extra_stats": None,
+                **(exact_flags(st, types.get(st.column_id, "")) if v11 else {})} for st in f.stats])
             if pid is not None:
                 tx.insert(s.file_partition_value_t, [{
                     "data_file_id": fid, "table_id": t.table_id, "partition_key_index": i, "partition_value": v}
@@ -215,7 +235,7 @@ class TableWrite:
                 expr, value = b.inlined_value(c.type, txt, raw)
                 exprs.append(expr.replace(":v", f":v{j}"))
                 params[f"v{j}"] = value
-            cols = ", ".join(["row_id", "begin_snapshot", "end_snapshot", *names])
+            cols = ", ".join([*tx.reader.inlined_system(inlined.table_name), *names])
             tx.execute_text(f"INSERT INTO {b.qualify(inlined.table_name)} ({cols}) VALUES "
                             f"(:r, :b, NULL{''.join(', ' + e for e in exprs)})", params)
         self._load()
@@ -253,7 +273,8 @@ class TableWrite:
             tx.change("deleted_from_table", t.table_id)
         q = tx.backend.qualify
         for inl in t.inlined_tables:
-            n = tx.execute_text(f"UPDATE {q(inl.table_name)} SET end_snapshot = :s WHERE end_snapshot IS NULL",
+            end = tx.reader.inlined_system(inl.table_name)[2]
+            n = tx.execute_text(f"UPDATE {q(inl.table_name)} SET {end} = :s WHERE {end} IS NULL",
                                 {"s": tx.snapshot_id}).rowcount
             if n:
                 tx.change("inlined_delete", t.table_id)
@@ -281,13 +302,15 @@ class TableWrite:
         row existed before this commit only has its existing column rows updated (a column added since gets none)."""
         tx, t = self.tx, self.table
         types = {leaf.column_id: leaf.type for c in t.columns for leaf in c.leaves()}
-        tcs = s.table_column_stats_t
+        v11 = tx.v11
+        tcs = s.table("ducklake_table_column_stats", v11)
         existing = {r.column_id: r for r in tx.execute(select(tcs).where(tcs.c.table_id == t.table_id))}
         initialized = self._stats_row is not None
         merged: dict[int, ColumnStats] = {}
         if initialized:
             merged = {cid: ColumnStats.of_row(types.get(cid, ""), r.contains_null, r.contains_nan, r.min_value,
-                                              r.max_value, r.extra_stats) for cid, r in existing.items()}
+                                              r.max_value, r.extra_stats, **_row_flags(r, v11))
+                      for cid, r in existing.items()}
         assert self.leaf_stats is not None
         news = [(st.column_id, ColumnStats.of_file(st, types[st.column_id])) for st in self.leaf_stats
                 if st.column_id in types]
@@ -301,9 +324,15 @@ class TableWrite:
                 continue
             if cid in existing:
                 tx.execute(update(tcs).where(and_(tcs.c.table_id == t.table_id, tcs.c.column_id == cid))
-                           .values(**stats.row()))
+                           .values(**stats.row(v11=v11)))
             else:
-                tx.insert(tcs, [{"table_id": t.table_id, "column_id": cid, **stats.row(), "extra_stats": None}])
+                tx.insert(tcs, [{"table_id": t.table_id, "column_id": cid, **stats.row(v11=v11),
+                                 "extra_stats": None}])
+
+
+def _row_flags(r: Any, v11: bool) -> dict[str, Any]:
+    """The stored exactness of a stats row's bounds (1.1), as `ColumnStats.of_row` takes them."""
+    return {"min_exact": r.min_is_exact, "max_exact": r.max_is_exact} if v11 else {}
 
 
 def recompute_after_rewrite(tx: Transaction, table: TableInfo) -> None:
@@ -324,12 +353,14 @@ def recompute_after_rewrite(tx: Transaction, table: TableInfo) -> None:
     inline_deleted = tx.reader.inlined_deletes(tx.snapshot_id, tid)
     deleted += sum(n for fid, n in inline_deleted.items() if fid in set(ids))
     q = tx.backend.qualify
-    inlined = sum(int(tx.execute_text(f"SELECT count(*) FROM {q(i.table_name)} WHERE end_snapshot IS NULL")
-                      .scalar() or 0) for i in table.inlined_tables if i.table_name in tx.reader.table_names())
+    inlined = sum(int(tx.execute_text(f"SELECT count(*) FROM {q(i.table_name)} "
+                                      f"WHERE {tx.reader.inlined_system(i.table_name)[2]} IS NULL").scalar() or 0)
+                  for i in table.inlined_tables if i.table_name in tx.reader.table_names())
     if deleted or inlined:
         return
     types = {leaf.column_id: leaf.type for c in table.columns for leaf in c.leaves()}
-    fcs = s.file_column_stats_t
+    v11 = tx.v11
+    fcs = s.table("ducklake_file_column_stats", v11)
     merged: dict[int, ColumnStats] = {}
     if ids:
         for r in tx.execute(select(fcs).where(and_(fcs.c.table_id == tid, fcs.c.data_file_id.in_(ids)))
@@ -338,14 +369,19 @@ def recompute_after_rewrite(tx: Transaction, table: TableInfo) -> None:
             if typ is None:
                 continue
             known = r.value_count is not None and r.null_count is not None
+            flags = _row_flags(r, v11)
             new = ColumnStats(typ, int(r.null_count or 0), int(r.value_count or 0) + int(r.null_count or 0),
-                              bool(r.contains_nan), r.min_value, r.max_value, known, known, r.contains_nan is not None)
+                              bool(r.contains_nan), r.min_value, r.max_value, known, known, r.contains_nan is not None,
+                              min_exact=bound_is_exact(flags.get("min_exact", True), typ) if v11 else True,
+                              max_exact=bound_is_exact(flags.get("max_exact", True), typ) if v11 else True)
             merged[int(r.column_id)] = merged[int(r.column_id)].merge(new) if int(r.column_id) in merged else new
     tx.execute(update(ts).where(ts.c.table_id == tid).values(
         record_count=gross, file_size_bytes=sum(int(r.file_size_bytes) for r in live)))
+    tcs = s.table("ducklake_table_column_stats", v11)
     for (cid,) in tx.execute(select(tcs.c.column_id).where(tcs.c.table_id == tid)).all():
         stats = merged.get(int(cid), ColumnStats(types.get(int(cid), ""), has_null_count=False, any_valid=False))
-        tx.execute(update(tcs).where(and_(tcs.c.table_id == tid, tcs.c.column_id == cid)).values(**stats.row()))
+        tx.execute(update(tcs).where(and_(tcs.c.table_id == tid, tcs.c.column_id == cid))
+                   .values(**stats.row(v11=v11)))
 
 
 def schedule_for_deletion(tx: Transaction, files: Sequence[tuple[int, str, bool]]) -> None:
@@ -393,5 +429,6 @@ def add_table_file_bytes(tx: Transaction, table_id: int, added: int) -> None:
 
 def delete_inlined_rows(tx: Transaction, table_name: str, upto_snapshot: int) -> int:
     """Remove flushed rows from an inlined-data table."""
-    return int(tx.execute_text(f"DELETE FROM {tx.backend.qualify(table_name)} WHERE begin_snapshot <= :s",
+    begin = tx.reader.inlined_system(table_name)[1]
+    return int(tx.execute_text(f"DELETE FROM {tx.backend.qualify(table_name)} WHERE {begin} <= :s",
                                {"s": upto_snapshot}).rowcount)

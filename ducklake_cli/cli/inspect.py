@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 def inspect(
     catalog: OptionalCatalogArg = None,
-    table: Annotated[str | None, typer.Argument(help="A table (name in schema main, or schema.name) to show in "
-                                                     "detail.", show_default=False)] = None,
+    table: Annotated[str | None, typer.Argument(help="A table or view (name in schema main, or schema.name) to "
+                                                     "show in detail.", show_default=False)] = None,
     snapshots: Annotated[bool, typer.Option(
         "--snapshots", help="List every snapshot with its changes and the rows, files and bytes it added and "
         "removed, per table (with TABLE: the snapshots that changed it).")] = False,

@@ -52,6 +52,7 @@ class DeleteJob:
     inline_limit: int
     snapshot_id: int
     storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
+    puffin: bool = False  # a 1.1 catalog with `write_deletion_vectors`: Puffin files instead of Parquet ones
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ class DeleteOutcome:
     count: int = 0  # positions in the new delete file
     begin_snapshot: int = 0
     partial_max: int | None = None
+    format: str = "parquet"
+    row_groups: int | None = None  # a Parquet delete file's row groups (1.1's `row_group_count`)
 
     def to_json(self) -> str:
         """One line for the driver."""
@@ -110,11 +113,11 @@ def old_positions(f: TargetFile, storage_options: Mapping[str, Any]) -> tuple[li
     snaps: list[int] = []
     if f.delete_path is not None:
         if f.delete_format == "puffin":
-            from ducklake_cli.storage.deletion_vector import read_deletion_vector
+            from ducklake_cli.storage.deletion_vector import read_deletion_vectors
 
-            got = sorted(read_deletion_vector(f.delete_path, dict(storage_options)))
-            pos += got
-            snaps += [f.delete_begin] * len(got)
+            for p, snap in read_deletion_vectors(f.delete_path, dict(storage_options)).first_deleted():
+                pos.append(p)
+                snaps.append(f.delete_begin if snap is None else snap)
         else:
             for p_batch, s_batch in parquet_delete_batches(f.delete_path, storage_options):
                 p = p_batch.to_pylist()
@@ -128,6 +131,12 @@ def write_delete_file(table_dir: str, data_file: str, positions: Sequence[int], 
                       storage_options: Mapping[str, Any]) -> tuple[str, int, int]:
     """A delete file for one data file (spec §3.7), with the snapshot column when `snapshots` is given (a partial
     delete file): `(path relative to table_dir, size, footer size)`. `positions` are sorted."""
+    return write_parquet_delete(table_dir, data_file, positions, snapshots, storage_options)[:3]
+
+
+def write_parquet_delete(table_dir: str, data_file: str, positions: Sequence[int], snapshots: Sequence[int] | None,
+                         storage_options: Mapping[str, Any]) -> tuple[str, int, int, int]:
+    """`write_delete_file`, also returning the file's row groups (DuckLake 1.1's `row_group_count`)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -148,10 +157,40 @@ def write_delete_file(table_dir: str, data_file: str, positions: Sequence[int], 
     fs = filesystem(full, dict(storage_options))
     if split_protocol(full)[0] in ("", "file"):
         fs.makedirs(table_dir.rstrip("/"), exist_ok=True)
+    collected: list[Any] = []
     with fs.open(full, "wb") as raw:
         sink = CountingSink(raw)
-        pq.write_table(table, sink, compression="snappy")
-    return rel, sink.size, int.from_bytes(sink.tail[:4], "little")
+        pq.write_table(table, sink, compression="snappy", metadata_collector=collected)
+    return rel, sink.size, int.from_bytes(sink.tail[:4], "little"), int(collected[0].num_row_groups)
+
+
+def write_puffin_file(table_dir: str, data_file: str, positions: Sequence[int], snapshots: Sequence[int],
+                      storage_options: Mapping[str, Any]) -> tuple[str, int, int]:
+    """A `.puffin` delete file (spec versions §3.6): a bare deletion vector when every position comes from one
+    snapshot, else a container of cumulative blobs, one per snapshot: `(path relative to table_dir, size, footer
+    size)` (footer size 0 for a bare blob)."""
+    from ducklake_cli.storage.deletion_vector import build_puffin, encode_deletion_vector
+
+    by_snapshot: dict[int, list[int]] = {}
+    for p, snap in zip(positions, snapshots, strict=True):
+        by_snapshot.setdefault(snap, []).append(p)
+    if len(by_snapshot) == 1:
+        data, footer = encode_deletion_vector(positions), 0
+    else:
+        blobs: list[tuple[int, list[int]]] = []
+        upto: list[int] = []
+        for snap in sorted(by_snapshot):
+            upto = sorted([*upto, *by_snapshot[snap]])
+            blobs.append((snap, upto))
+        data, footer = build_puffin(blobs, data_file)
+    rel = f"ducklake-{uuid7()}-delete.puffin"
+    full = table_dir + rel
+    fs = filesystem(full, dict(storage_options))
+    if split_protocol(full)[0] in ("", "file"):
+        fs.makedirs(table_dir.rstrip("/"), exist_ok=True)
+    with fs.open(full, "wb") as fh:
+        fh.write(data)
+    return rel, len(data), footer
 
 
 def outcomes(f: TargetFile, by_statement: Mapping[int, Sequence[int]], job: DeleteJob) -> list[DeleteOutcome]:
@@ -167,15 +206,26 @@ def outcomes(f: TargetFile, by_statement: Mapping[int, Sequence[int]], job: Dele
     if len(set(old_pos).union(new)) >= f.record_count:
         return [*done, DeleteOutcome(f.data_file_id, "end", len(new))]
     if not old_pos:
-        rel, size, footer = write_delete_file(job.table_dir, f.path, new, None, job.storage_options)
+        if job.puffin:
+            rel, size, footer = write_puffin_file(job.table_dir, f.path, new, [job.snapshot_id] * len(new),
+                                                  job.storage_options)
+            return [*done, DeleteOutcome(f.data_file_id, "file", len(new), path=rel, size=size, footer=footer,
+                                         count=len(new), begin_snapshot=job.snapshot_id, format="puffin")]
+        rel, size, footer, groups = write_parquet_delete(job.table_dir, f.path, new, None, job.storage_options)
         return [*done, DeleteOutcome(f.data_file_id, "file", len(new), path=rel, size=size, footer=footer,
-                                     count=len(new), begin_snapshot=job.snapshot_id)]
+                                     count=len(new), begin_snapshot=job.snapshot_id, row_groups=groups)]
     merged = sorted(zip([*old_pos, *new], [*old_snaps, *[job.snapshot_id] * len(new)], strict=True))
     pos = [p for p, _ in merged]
     snaps = [s for _, s in merged]
-    rel, size, footer = write_delete_file(job.table_dir, f.path, pos, snaps, job.storage_options)
+    if job.puffin:  # DuckLake 1.1: one cumulative blob per snapshot (begin = the first, partial_max = the last)
+        rel, size, footer = write_puffin_file(job.table_dir, f.path, pos, snaps, job.storage_options)
+        return [*done, DeleteOutcome(f.data_file_id, "file", len(new), path=rel, size=size, footer=footer,
+                                     count=len(pos), begin_snapshot=min(snaps), partial_max=job.snapshot_id,
+                                     format="puffin")]
+    rel, size, footer, groups = write_parquet_delete(job.table_dir, f.path, pos, snaps, job.storage_options)
     return [*done, DeleteOutcome(f.data_file_id, "file", len(new), path=rel, size=size, footer=footer,
-                                 count=len(pos), begin_snapshot=f.delete_begin, partial_max=job.snapshot_id)]
+                                 count=len(pos), begin_snapshot=f.delete_begin, partial_max=job.snapshot_id,
+                                 row_groups=groups)]
 
 
 def write_deletes(batches: Iterator[pa.RecordBatch], job: DeleteJob) -> Iterator[pa.RecordBatch]:

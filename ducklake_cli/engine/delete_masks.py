@@ -101,7 +101,7 @@ def _positions(f: FileSource, snapshot: int, storage_options: Mapping[str, Any])
     if f.delete.format == "puffin":
         from ducklake_cli.storage.deletion_vector import read_deletion_vector
 
-        yield np.asarray(read_deletion_vector(f.delete.path, storage_options), dtype=np.int64)
+        yield np.asarray(read_deletion_vector(f.delete.path, storage_options, snapshot=snapshot), dtype=np.int64)
         return
     yield from _parquet_positions(f.delete.path, snapshot, storage_options)
 

@@ -121,13 +121,20 @@ def _delete_positions(spark: SparkSession, plan: FeedPlan, rows: DataFrame) -> D
         prev_parts.append(found.where(F.col("__role") == 1).select("__entry", "pos"))
     puffin = [r for r in roles if r[1] == "puffin"]
     if puffin:
-        from ducklake_cli.storage.deletion_vector import read_deletion_vector
+        from ducklake_cli.storage.deletion_vector import read_deletion_vectors
 
         local_cur: list[tuple[Any, ...]] = []
         local_prev: list[tuple[Any, ...]] = []
+        starts = {e.entry_id: ranges[e.range_id][0] for e in entries}
         for path, _, entry, role in puffin:
-            for pos in read_deletion_vector(path, plan.scan.storage_options):
-                (local_cur if role == 0 else local_prev).append((entry, pos, None) if role == 0 else (entry, pos))
+            # A 1.1 container tags each position with the first blob (snapshot) holding it, as a 3-column delete
+            # file does, and as a previous file it holds what was deleted before the range: its blob as of then.
+            # A bare blob's positions carry no snapshot (they date from the row's begin_snapshot).
+            vectors = read_deletion_vectors(path, plan.scan.storage_options)
+            if role == 0:
+                local_cur.extend((entry, pos, snap) for pos, snap in vectors.first_deleted())
+            else:
+                local_prev.extend((entry, pos) for pos in vectors.at(starts[entry] - 1))
         if local_cur:
             cur_parts.append(_local(spark, ["__entry", "pos", "snap"], local_cur))
         if local_prev:

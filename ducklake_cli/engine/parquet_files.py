@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import LeafStats, NewDataFile
-from ducklake_cli.catalog.partitions import CALENDAR, bucket_of, hive_dir, key_text
+from ducklake_cli.catalog.partitions import CALENDAR, EPOCH, bucket_of, hive_dir, key_text
 from ducklake_cli.catalog.paths import new_data_file_name
-from ducklake_cli.catalog.stats import NO_BOUNDS, encode_stat
+from ducklake_cli.catalog.stats import NO_BOUNDS, duckdb_string_exact, encode_stat
 from ducklake_cli.catalog.types import DUCKDB_TYPES, FLOAT_TYPES
 from ducklake_cli.engine.write_checks import cast_batch, check_not_null, column_where, row_text, show_value
 from ducklake_cli.errors import BadValueError
@@ -106,16 +106,16 @@ def job_file(name: str, job: str) -> bool:
 def file_to_json(f: NewDataFile) -> str:
     """One-line JSON sent from an executor to the driver."""
     return json.dumps({"path": f.path, "records": f.record_count, "size": f.file_size_bytes, "footer": f.footer_size,
-                       "keys": list(f.partition_values),
+                       "keys": list(f.partition_values), "row_groups": f.row_group_count,
                        "stats": [[x.column_id, x.value_count, x.null_count, x.min_value, x.max_value, x.contains_nan,
-                                  x.column_size_bytes] for x in f.stats]})
+                                  x.column_size_bytes, x.min_exact, x.max_exact] for x in f.stats]})
 
 
 def file_from_json(text: str) -> NewDataFile:
     """The inverse of `file_to_json`."""
     d = json.loads(text)
     return NewDataFile(d["path"], d["records"], d["size"], d["footer"], tuple(d["keys"]),
-                       tuple(LeafStats(*x) for x in d["stats"]))
+                       tuple(LeafStats(*x) for x in d["stats"]), d.get("row_groups"))
 
 
 # ----- leaf statistics from data ------------------------------------------------------------------------------
@@ -363,7 +363,8 @@ class _OpenFile:
             if i in self.no_stats:  # no footer null count: Parquet's slots less the non-NULL values
                 nulls, values = values + nulls - b.values, b.values
             leaves.append(b.stats(values, nulls, size))
-        return [NewDataFile(self.rel_path, self.rows, self.sink.size, footer, self.key_values, tuple(leaves))]
+        return [NewDataFile(self.rel_path, self.rows, self.sink.size, footer, self.key_values, tuple(leaves),
+                            int(meta.num_row_groups))]
 
 
 # ----- files DuckDB writes ------------------------------------------------------------------------------------
@@ -490,10 +491,11 @@ def duck_leaf_stats(spec: FileSpec, column_stats: dict[str, dict[str, str]]) -> 
         nulls = int(st.get("null_count", 0))
         values = int(st.get("num_values", 0)) - nulls  # DuckLake's value_count leaves NULLs out
         bounded = leaf.type not in NO_BOUNDS and leaf.type != "variant"
-        out.append(LeafStats(leaf.column_id, values, nulls, st.get("min") if bounded else None,
-                             st.get("max") if bounded else None,
+        lo, hi = (st.get("min") if bounded else None), (st.get("max") if bounded else None)
+        out.append(LeafStats(leaf.column_id, values, nulls, lo, hi,
                              st.get("has_nan") == "true" if leaf.type in FLOAT_TYPES else None,
-                             int(st.get("column_size_bytes", 0))))
+                             int(st.get("column_size_bytes", 0)), duckdb_string_exact(lo, leaf.type),
+                             duckdb_string_exact(hi, leaf.type)))
     return tuple(out)
 
 
@@ -527,6 +529,7 @@ class _DuckFile:
     def close(self) -> list[NewDataFile]:
         import duckdb
         import pyarrow as pa
+        import pyarrow.parquet as pq
 
         self.stream.close()
         done: list[NewDataFile] = []
@@ -546,6 +549,7 @@ class _DuckFile:
             finally:
                 con.close()
             for path, count, size, footer, column_stats, _ in rows:
+                groups = pq.read_metadata(path).num_row_groups  # DuckDB 1.5's COPY does not report them
                 rel = self.dir + data_file_name(self.spec.job)
                 full = self.spec.table_dir + rel
                 fs = filesystem(full, self.spec.storage_options)
@@ -553,7 +557,7 @@ class _DuckFile:
                     fs.makedirs(full.rsplit("/", 1)[0], exist_ok=True)
                 fs.put_file(path, full)
                 done.append(NewDataFile(rel, int(count), int(size), int(footer), self.key_values,
-                                        duck_leaf_stats(self.spec, dict(column_stats))))
+                                        duck_leaf_stats(self.spec, dict(column_stats)), int(groups)))
             return done
         except BaseException:
             _remove(self.spec, [d.path for d in done])
@@ -588,8 +592,44 @@ def _key_values(batch: pa.RecordBatch, key: PartitionKey) -> list[Any]:
         return col.to_pylist()
     if key.transform in CALENDAR:  # vectorised `catalog.partitions.calendar_part`
         return getattr(pc, key.transform)(col).to_pylist()
+    if key.transform in EPOCH:
+        return epoch_values(col, key.transform).to_pylist()
     assert key.buckets is not None
     return [bucket_of(v, key.column_type, key.buckets) for v in col.to_pylist()]
+
+
+_PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
+
+
+def epoch_values(col: pa.Array | pa.ChunkedArray, transform: str) -> pa.Array:
+    """Vectorised `catalog.partitions.epoch_part` of a date or timestamp column (a zone's values are UTC instants,
+    as Arrow stores them): int64 floor counts since 1970, NULL for NULL."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if pa.types.is_date(col.type):
+        ints = col.cast(pa.int32()).cast(pa.int64()) if pa.types.is_date32(col.type) else \
+            pc.divide(col.cast(pa.int64()), 86_400_000)
+        per_day, naive = 1, col.cast(pa.date32())
+    elif pa.types.is_timestamp(col.type):
+        ints = col.cast(pa.int64())
+        per_day, naive = _PER_DAY[col.type.unit], ints.cast(pa.timestamp(col.type.unit))
+    else:
+        raise TypeError(f"{transform}() takes a date or timestamp column, not {col.type}")
+    if transform in ("epoch_year", "epoch_month"):
+        years = pc.subtract(pc.year(naive).cast(pa.int64()), 1970)
+        if transform == "epoch_year":
+            return years
+        return pc.add(pc.multiply(years, 12), pc.subtract(pc.month(naive).cast(pa.int64()), 1))
+    values = np.asarray(pc.fill_null(ints, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    if transform == "epoch_day":
+        out = np.floor_divide(values, per_day)
+    else:  # epoch_hour: a DATE is 24 hours a day
+        out = np.floor_divide(values, per_day // 24) if per_day > 1 else values * 24
+    return pa.array(out, pa.int64(), mask=np.asarray(pc.is_null(ints).to_numpy(zero_copy_only=False), dtype=bool))
 
 
 def split_partitions(batch: pa.RecordBatch,

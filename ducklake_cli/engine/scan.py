@@ -326,7 +326,8 @@ def _deleted_positions(spark: SparkSession, plan: ScanPlan, extra: DataFrame | N
         for f in puffin:
             assert f.delete is not None
             ordinal = ords[f.data_file_id]
-            local.extend((ordinal, pos) for pos in read_deletion_vector(f.delete.path, plan.storage_options))
+            local.extend((ordinal, pos) for pos in read_deletion_vector(f.delete.path, plan.storage_options,
+                                                                         snapshot=plan.snapshot_id))
     if local:
         parts.append(_local_frame(spark, pair, local))
     if extra is not None:

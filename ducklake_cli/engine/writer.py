@@ -182,7 +182,11 @@ def partition_exprs(df: DataFrame, keys: Sequence[PartitionKey]) -> list[Any]:
     out = []
     for k in keys:
         col = F.col(f"`{df.columns[k.column_index]}`")
-        transform = {"year": F.year, "month": F.month, "day": F.dayofmonth, "hour": F.hour}.get(k.transform)
+        transform = {"year": F.year, "month": F.month, "day": F.dayofmonth, "hour": F.hour,
+                     # epoch counts: any finer key clusters them too (a part split across tasks is joined later)
+                     "epoch_year": F.year, "epoch_month": lambda c: F.date_trunc("month", c),
+                     "epoch_day": lambda c: F.date_trunc("day", c),
+                     "epoch_hour": lambda c: F.date_trunc("hour", c)}.get(k.transform)
         out.append(transform(col) if transform else col)
     return out
 
@@ -442,9 +446,11 @@ def join_parts(spark: Any, spec: FileSpec, plan: Sequence[Sequence[Part]]) -> li
         size, footer, target = done[group[0].file.path]
         stats = tuple(joined_file_stats([p.file.stats[i] for p in group], types[st.column_id])
                       for i, st in enumerate(group[0].file.stats))
+        groups = [p.file.row_group_count for p in group]  # row groups are copied whole (parquet_stitch)
         files.append(dataclasses.replace(group[0].file, path=target, record_count=sum(p.file.record_count
                                                                                       for p in group),
-                                         file_size_bytes=size, footer_size=footer, stats=stats))
+                                         file_size_bytes=size, footer_size=footer, stats=stats,
+                                         row_group_count=None if None in groups else sum(g or 0 for g in groups)))
     return files
 
 

@@ -9,10 +9,13 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog import columns, ddl, options
+from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.columns import NO_DEFAULT, Default
 from ducklake_cli.catalog.models import ColumnInfo, SchemaInfo, SortKey, TableInfo, ViewInfo
-from ducklake_cli.catalog.names import inlining_reserved
-from ducklake_cli.catalog.partitions import PartitionRequest, resolve_partition
+from ducklake_cli.catalog.names import inlining_reserved, pick_entry, reserved_v11, shown_path
+from ducklake_cli.catalog.partitions import PartitionRequest, refuse_epoch, resolve_partition
+from ducklake_cli.catalog.reader import pick_schema
+from ducklake_cli.catalog.versions import v11_only
 from ducklake_cli.catalog.writes import create_table, ensure_schema
 from ducklake_cli.engine.planning import ddl_plan as p
 from ducklake_cli.engine.planning.ddl_render import (
@@ -24,6 +27,7 @@ from ducklake_cli.engine.planning.ddl_render import (
 )
 from ducklake_cli.errors import DuckLakeError, NotFoundError, QueryError, ScriptStoppedError, UsageError
 from ducklake_cli.ops.results import Section
+from ducklake_cli.ops.tables import view_query_columns
 
 if TYPE_CHECKING:
     from ducklake_cli.catalog.transaction import Transaction
@@ -69,6 +73,14 @@ def run_ddl(lake: Lake, statements: Sequence[str], *, message: str | None = None
     parsed = [p.parse_ddl(sql) for sql in statements]
     with lake.reader() as r:
         meta = r.metadata()
+        if not r.v11:
+            views = None
+            for st in parsed:
+                _refuse_v11(st, where=lake.target.display())
+                if isinstance(st, p.Comment) and st.kind == "column":
+                    views = r.views(r.latest_snapshot().snapshot_id) if views is None else views
+                    if pick_entry(views, (*st.target.schema_path, st.target.name), nested=False) is not None:
+                        raise v11_only(f"COMMENT ON COLUMN of view {st.target}", where=lake.target.display())
     options.require_message(meta, message)
     summaries = tuple(_summary(st) for st in parsed)
     done: list[int | None] = []
@@ -81,6 +93,23 @@ def run_ddl(lake: Lake, statements: Sequence[str], *, message: str | None = None
             result = DdlResult(summaries, tuple(done), exc.message)
             raise ScriptStoppedError(_stopped(result, i, exc), cause=exc, done=result) from exc
     return DdlResult(summaries, tuple(done))
+
+
+def _refuse_v11(st: p.Statement, *, where: str) -> None:
+    """On a 1.0 catalog, refuse what needs 1.1 before anything is written: a nested schema's name (CREATE SCHEMA
+    a.b: `versions.v11_only`; other names: 1.0's own "too many parts" refusals) and comments on view columns."""
+    if isinstance(st, p.CreateTable | p.SetPartition):  # epoch_* transforms are 1.1's (spec versions §3.7)
+        refuse_epoch([k.transform for k in (st.partition if isinstance(st, p.CreateTable) else st.keys)],
+                     v11=False, where=where)
+    nested = p.nested_names(st)
+    if nested is not None:
+        if isinstance(st, p.CreateSchema):
+            raise v11_only(f"CREATE SCHEMA {st.shown} (a nested schema)", where=where)
+        if isinstance(st, p.DropSchema):
+            raise QueryError(f"schema name {'.'.join(st.path)!r} has too many parts")
+        if isinstance(st, p.Comment) and st.kind == "column":
+            raise QueryError("COMMENT ON COLUMN needs [schema.]table.column")
+        raise QueryError(f"name {nested!r} has too many parts (use schema.name)")
 
 
 def _stopped(result: DdlResult, failed: int, exc: DuckLakeError) -> str:
@@ -102,7 +131,7 @@ def _summary(st: p.Statement) -> str:
              p.SetPartition: "set partitioning", p.SetSort: "set sort order", p.Comment: "comment",
              p.CreateView: "create view", p.DropView: "drop view", p.RenameView: "rename view"}
     target = getattr(st, "table", None) or getattr(st, "view", None) or getattr(st, "target", None)
-    return f"{words[type(st)]} {target if target is not None else getattr(st, 'name', '')}"
+    return f"{words[type(st)]} {target if target is not None else getattr(st, 'shown', '')}"
 
 
 # ----- resolving names at the commit's snapshot ------------------------------------------------------------------
@@ -139,22 +168,26 @@ class _State:
             self._views = self.tx.reader.views(self.sid)
         return self._views
 
-    def find_schema(self, name: str) -> SchemaInfo | None:
-        return _pick(self.schemas, name)
+    def find_schema(self, path: Sequence[str]) -> SchemaInfo | None:
+        return pick_schema(self.schemas, path)
 
-    def schema(self, name: str) -> SchemaInfo:
-        found = self.find_schema(name)
+    def schema(self, path: Sequence[str]) -> SchemaInfo:
+        found = self.find_schema(path)
         if found is None:
-            raise NotFoundError(f"schema {name} does not exist")
+            raise NotFoundError(f"schema {shown_path(path, quote=len(path) > 1)} does not exist")
         return found
 
     def _entry(self, items: Sequence[Any], name: p.Name, kind: str, *, missing_ok: bool) -> Any:
         """The table or view `name` among `items` (None when missing and `missing_ok`)."""
-        sch = self.find_schema(name.schema_name) if missing_ok else self.schema(name.schema_name)
+        sch = self.find_schema(name.schema_path) if missing_ok else self.schema(name.schema_path)
         found = None if sch is None else _pick([i for i in items if i.schema_id == sch.schema_id], name.name)
         if found is None and not missing_ok:
             raise NotFoundError(f"{kind} {name} does not exist")
         return found
+
+    def children(self, schema: SchemaInfo) -> list[SchemaInfo]:
+        """The schemas nested directly in `schema` (DuckLake 1.1)."""
+        return [sc for sc in self.schemas if sc.parent_schema_id == schema.schema_id]
 
     def find_table(self, name: p.Name) -> TableInfo | None:
         return self._entry(self.tables, name, "table", missing_ok=True)
@@ -185,11 +218,11 @@ class _State:
                 return "view"
         return None
 
-    def check_rename(self, what: str, schema_name: str, old: str, new: str, own_id: int) -> None:
+    def check_rename(self, what: str, schema: tuple[str, ...], shown: str, old: str, new: str, own_id: int) -> None:
         """Refuse renaming a table or view onto the name of another entry of its schema."""
-        kind = self.taken(self.schema(schema_name), new, but=own_id)
+        kind = self.taken(self.schema(schema), new, but=own_id)
         if kind is not None:
-            raise QueryError(f"cannot rename {what} {schema_name}.{old} to {new}: a {kind} of that name exists")
+            raise QueryError(f"cannot rename {what} {shown}.{old} to {new}: a {kind} of that name exists")
 
     def refuse_other_kind(self, name: p.Name, kind: str) -> None:
         """DROP TABLE naming a view, or DROP VIEW naming a table, is refused (IF EXISTS or not), as DuckDB does."""
@@ -202,6 +235,11 @@ class _State:
         (`data_inlining_row_limit` > 0 where it lives), as DuckDB does: its inlined rows could not be stored."""
         from ducklake_cli.catalog.writes import RESERVED_INLINE_NAMES
 
+        if self.tx.v11:  # 1.1: the `_ducklake_` prefix, always; plain row_id & co are ordinary names
+            prefixed = next((n for n in names if n.lower().startswith(s.RESERVED_PREFIX_V11)), None)
+            if prefixed is not None:
+                raise QueryError(reserved_v11(prefixed))
+            return
         reserved = next((n for n in names if n.lower() in RESERVED_INLINE_NAMES), None)
         if reserved is None:
             return
@@ -270,35 +308,48 @@ def _apply(lake: Lake, st: p.Statement, tx: Transaction) -> None:
 
 
 def _create_schema(state: _State, st: p.CreateSchema) -> None:
-    if state.find_schema(st.name) is not None:
+    if state.find_schema(st.path) is not None:
         if st.if_not_exists:
             return
-        raise QueryError(f"schema {st.name} already exists")
-    ensure_schema(state.tx, st.name)
+        raise QueryError(f"schema {st.shown} already exists")
+    if len(st.path) == 1:
+        ensure_schema(state.tx, st.path[0])
+        return
+    parent = state.find_schema(st.path[:-1])  # DuckLake 1.1: parents are created first
+    if parent is None:
+        raise NotFoundError(f"cannot create schema {st.shown}: its parent schema "
+                            f"{shown_path(st.outer, quote=True)} does not exist", hint="create the parent first")
+    ddl.create_schema(state.tx, parent, st.path[-1])
 
 
 def _drop_schema(state: _State, st: p.DropSchema) -> None:
-    sch = state.find_schema(st.name) if st.if_exists else state.schema(st.name)
+    sch = state.find_schema(st.path) if st.if_exists else state.schema(st.path)
     if sch is None:
         return
-    if sch.name == "main":
+    if sch.qualified_parts == ("main",):
         raise QueryError("schema main cannot be dropped")
-    tables = [t for t in state.tables if t.schema_id == sch.schema_id]
-    views = [v for v in state.views if v.schema_id == sch.schema_id]
-    if (tables or views) and not st.cascade:
-        raise QueryError(f"schema {sch.name} still holds {len(tables)} table(s) and {len(views)} view(s)",
+    subtree = [sch]  # the schema and (DuckLake 1.1) every schema nested in it, parents first
+    for one in subtree:
+        subtree.extend(state.children(one))
+    ids = {sc.schema_id for sc in subtree}
+    tables = [t for t in state.tables if t.schema_id in ids]
+    views = [v for v in state.views if v.schema_id in ids]
+    if (tables or views or len(subtree) > 1) and not st.cascade:
+        nested = f", {len(subtree) - 1} schema(s)" if len(subtree) > 1 else ""
+        raise QueryError(f"schema {sch.shown} still holds {len(tables)} table(s) and {len(views)} view(s){nested}",
                          hint="DROP SCHEMA … CASCADE drops them too")
     for t in tables:
         ddl.drop_table(state.tx, t)
     for v in views:
         ddl.drop_view(state.tx, v)
-    ddl.drop_schema(state.tx, sch)
+    for one in reversed(subtree):  # the deepest first
+        ddl.drop_schema(state.tx, one)
 
 
 def _create_table(state: _State, st: p.CreateTable) -> None:
     from ducklake_cli.ops.write import inline_limit  # the write path's modules: only when a table is made
 
-    sch = state.schema(st.table.schema_name)
+    sch = state.schema(st.table.schema_path)
     kind = state.taken(sch, st.table.name)
     if kind is not None and st.if_not_exists:
         return  # DuckDB: nothing, whether a table or a view has the name
@@ -338,7 +389,7 @@ def _drop_table(state: _State, st: p.DropTable) -> None:
 
 def _rename_table(state: _State, st: p.RenameTable) -> None:
     table = state.table(st.table)
-    state.check_rename("table", table.schema_name, table.name, st.new_name, table.table_id)
+    state.check_rename("table", table.schema_path, table.schema_name, table.name, st.new_name, table.table_id)
     ddl.rename_table(state.tx, table, st.new_name, inline=state.inlines(table))
 
 
@@ -466,12 +517,37 @@ def _comment(state: _State, st: p.Comment) -> None:
     elif st.kind == "table":
         ddl.comment_table(state.tx, state.table(st.target), st.text)
     else:
+        view = state.find_view(st.target) if state.find_table(st.target) is None else None
+        if view is not None:
+            if not state.tx.v11:
+                raise v11_only(f"COMMENT ON COLUMN of view {st.target}", where=state.lake.target.display())
+            ddl.comment_view_column(state.tx, view, _view_column(state, view, st.path[0]), st.text)
+            return
         table, col = state.column(st.target, st.path)
         ddl.comment_column(state.tx, table, col.column_id, st.text)
 
 
+def _view_column(state: _State, view: ViewInfo, name: str) -> str:
+    """The view query's own name for the column `name` names (spec versions §3.2): an alias maps to the query
+    column at its position; a name the view's columns cannot tell (a `*` over several tables) is kept as given."""
+    from ducklake_cli.engine.planning.sql_rewrite import view_column_aliases
+
+    aliases = view_column_aliases(view.column_aliases)
+    query = view_query_columns(view, state.tables, nested=state.tx.v11)
+    shown = [*aliases, *query[len(aliases):]] if query else list(aliases)
+    at = next((i for i, n in enumerate(shown) if n == name), None)
+    if at is None:
+        folded = [i for i, n in enumerate(shown) if n.lower() == name.lower()]
+        at = folded[0] if len(folded) == 1 else None
+    if at is None:
+        if query:
+            raise QueryError(f"view {view.schema_name}.{view.name} has no column {name}")
+        return name
+    return query[at] if at < len(query) and query[at] else shown[at]
+
+
 def _create_view(state: _State, st: p.CreateView) -> None:
-    sch = state.schema(st.view.schema_name)
+    sch = state.schema(st.view.schema_path)
     kind = state.taken(sch, st.view.name)
     if kind is not None and st.if_not_exists:
         return  # DuckDB: nothing, whether a view or a table has the name
@@ -481,12 +557,18 @@ def _create_view(state: _State, st: p.CreateView) -> None:
         if not st.or_replace:
             raise QueryError(f"view {st.view} already exists", hint="CREATE OR REPLACE VIEW replaces it")
         ddl.drop_view(state.tx, state.view(st.view))
-    for schema, name in st.reads:  # DuckDB binds the body on CREATE: a missing table is refused, not stored
-        # unqualified: the view's own schema or main (how DuckDB resolves a stored view's names)
-        where = [schema] if schema is not None else list(dict.fromkeys([st.view.schema_name, "main"]))
-        if not any(state.find_table(p.Name(w, name)) or state.find_view(p.Name(w, name)) for w in where):
-            shown = f"{schema}.{name}" if schema is not None else name
-            raise QueryError(f"view {st.view}: table or view {shown} does not exist")
+    nested = state.tx.v11
+    for parts in st.read_paths:  # DuckDB binds the body on CREATE: a missing table is refused, not stored
+        if len(parts) == 1:  # unqualified: the view's own schema or main (how DuckDB resolves a stored view's names)
+            where = list(dict.fromkeys([st.view.schema_path, ("main",)]))
+            found = any(state.find_table(p.Name.of(w, parts[0])) or state.find_view(p.Name.of(w, parts[0]))
+                        for w in where)
+        else:
+            found = (pick_entry(state.tables, parts, nested=nested) or pick_entry(state.views, parts, nested=nested)
+                     ) is not None
+        if not found:
+            raise QueryError(f"view {st.view}: table or view {'.'.join(parts if nested else parts[-2:])} does not "
+                             "exist")
     ddl.create_view(state.tx, sch, st.view.name, st.sql, st.aliases)
 
 
@@ -502,7 +584,7 @@ def _drop_view(state: _State, st: p.DropView) -> None:
 
 def _rename_view(state: _State, st: p.RenameView) -> None:
     view = state.view(st.view)
-    state.check_rename("view", view.schema_name, view.name, st.new_name, view.view_id)
+    state.check_rename("view", view.schema_path, view.schema_name, view.name, st.new_name, view.view_id)
     ddl.rename_view(state.tx, view, st.new_name)
 
 

@@ -343,7 +343,10 @@ class _Change:
             f.data_file_id, f.path, f.record_count,
             f.delete.path if f.delete else None, f.delete.format if f.delete else None,
             f.delete.begin_snapshot if f.delete else 0) for f in state.plan.files}
-        job = DeleteJob(state.table_dir, files, state.limit, planned, dict(self.lake.storage_options))
+        # DuckLake 1.1 with `write_deletion_vectors`: Puffin files (multi-snapshot containers); 1.0: Parquet, as ever
+        puffin = self.lake.v11 and lake_options.flag(self.meta, "write_deletion_vectors",
+                                                     table_id=state.table.table_id, schema_id=state.schema.schema_id)
+        job = DeleteJob(state.table_dir, files, state.limit, planned, dict(self.lake.storage_options), puffin=puffin)
         return delete_outcomes(deletes, job)
 
     def remove(self, written: _Written) -> None:
@@ -396,7 +399,7 @@ class _Change:
                     drop_delete_file(tx, t.table_id, old.delete_file_id, relative_to_root(old.path, self.data_path))
                 add_delete_file(tx, t.table_id, o.data_file_id, path=o.path, count=o.count, size=o.size,
                                 footer=o.footer, begin_snapshot=o.begin_snapshot if old else tx.snapshot_id,
-                                partial_max=o.partial_max)
+                                partial_max=o.partial_max, fmt=o.format, row_groups=o.row_groups)
                 tx.change("deleted_from_table", t.table_id)
             if w.state.gone_inlined and end_inlined_rows(tx, [i.table_name for i in t.inlined_tables],
                                                          sorted(w.state.gone_inlined)):

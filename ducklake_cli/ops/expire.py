@@ -139,7 +139,7 @@ class ExpirePlan(Plan):
             if ids:
                 schedule = [(f.file_id, f.scheduled_path, f.relative) for f in exp.files]
                 removed = m.expire(conn, lake.backend, expired=exp.snapshots, freed=exp.freed, schedule=schedule,
-                                   now=when)
+                                   now=when, v11=lake.v11)
             else:
                 removed = {}
         return _report(self.catalog, dry_run=False, ids=tuple(ids), files=exp.files, tables=exp.tables,

@@ -194,7 +194,10 @@ class FlushPlan(Plan):
 
         with lake.reader() as r:
             rows = r.inlined_rows_upto(self.ctx.base_snapshot, b.inlined, b.columns)
-        ends = {int(row[0]): row[2] for row in rows}
+        # An updated row keeps its row id: its versions differ by begin snapshot (each ends on its own).
+        ends: dict[tuple[int, int], list[Any]] = {}
+        for row in rows:
+            ends.setdefault((int(row[0]), int(row[1])), []).append(row[2])
         data = decode_inlined([(row[0], *row[3:]) for row in rows], b.columns, exact=True)
         table = pa.table([*[data.column(f"c{c.column_id}") for c in b.columns], data.column("row_id"),
                           pa.array([int(row[1]) for row in rows], pa.int64())],
@@ -215,7 +218,8 @@ class FlushPlan(Plan):
             with filesystem(tdir + f.path, lake.storage_options).open(tdir + f.path, "rb") as fh:
                 back = pq.read_table(fh, columns=[ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN])
             ids, snaps = back.column(0).to_pylist(), back.column(1).to_pylist()
-            gone = [(pos, int(ends[rid])) for pos, rid in enumerate(ids) if ends.get(rid) is not None]
+            versions = [ends[(rid, snap)].pop(0) for rid, snap in zip(ids, snaps, strict=True)]
+            gone = [(pos, int(end)) for pos, end in enumerate(versions) if end is not None]
             delete = None
             if gone:  # rows already deleted: a delete file tagging each with the snapshot that ended it
                 delete = write_delete_file(tdir, tdir + f.path, [p for p, _ in gone], [e for _, e in gone],

@@ -10,7 +10,8 @@ from typing import Any
 
 from ducklake_cli.catalog.changes import parse_changes
 from ducklake_cli.catalog.history import Metrics, TableNames, name_at, snapshot_metrics, table_names
-from ducklake_cli.catalog.models import ColumnInfo, TableInfo
+from ducklake_cli.catalog.models import ColumnInfo, TableInfo, ViewInfo
+from ducklake_cli.catalog.names import pick_entry, split_qualified
 from ducklake_cli.catalog.partitions import transform_text
 from ducklake_cli.catalog.paths import file_path, table_dir
 from ducklake_cli.catalog.queries import ColumnStatsSummary
@@ -22,6 +23,7 @@ from ducklake_cli.errors import ChangeParseError, NotFoundError
 from ducklake_cli.lake import Lake, LakeReader
 from ducklake_cli.ops.options import OptionRow, effective_options, lake_options, options_section, table_entries
 from ducklake_cli.ops.results import Section, jsonable
+from ducklake_cli.ops.tables import view_query_columns
 
 
 @dataclass(frozen=True)
@@ -447,12 +449,67 @@ def _stat_row(name: str, col: ColumnInfo, st: ColumnStatsSummary | None) -> Colu
     )
 
 
-def table_detail(lake: Lake, table: str, *, at: SnapshotSelector = LATEST) -> TableDetail:
-    """One table in detail at a snapshot."""
+@dataclass(frozen=True)
+class ViewColumnRow:
+    """A view's column and its comment (DuckLake 1.1's view column comments)."""
+
+    name: str
+    comment: str | None
+
+
+@dataclass(frozen=True)
+class ViewDetail:
+    """One view in detail."""
+
+    schema: str
+    view: str
+    view_id: int
+    snapshot_id: int
+    sql: str | None
+    comment: str | None
+    columns: tuple[ViewColumnRow, ...]
+
+    def to_json(self) -> Any:
+        """Stable JSON shape (`inspect VIEW --format json`)."""
+        return jsonable(self)
+
+    def sections(self) -> list[Section]:
+        """The view's facts, then its columns with their comments (the CSV section)."""
+        facts = (("view", f"{self.schema}.{self.view} (id {self.view_id})"), ("snapshot", self.snapshot_id),
+                 ("sql", self.sql or "-"), ("comment", self.comment or "-"))
+        return [Section("View", ("property", "value"), facts, csv=False),
+                Section("Columns", ("name", "comment"), tuple((c.name, c.comment) for c in self.columns))]
+
+
+def _view_detail(r: LakeReader, view: ViewInfo, sid: int) -> ViewDetail:
+    """A view's facts and columns: its aliases, then the query's own names (where its text tells them), each with
+    the comment stored under the query's name."""
+    from ducklake_cli.engine.planning.sql_rewrite import view_column_aliases
+
+    comments = view.column_comments()
+    aliases = view_column_aliases(view.column_aliases)
+    query = view_query_columns(view, r.tables(sid), nested=r.v11)
+    names = [(a, query[i] if i < len(query) else a) for i, a in enumerate(aliases)]
+    names += [(q, q) for q in query[len(aliases):] if q]
+    listed = {own for _, own in names}
+    names += [(own, own) for own in comments if own not in listed]  # e.g. columns of a `*`
+    tags = dict(r.object_tags(sid, view.view_id))
+    return ViewDetail(view.schema_name, view.name, view.view_id, sid, view.sql, tags.get("comment"),
+                      tuple(ViewColumnRow(shown, comments.get(own)) for shown, own in names))
+
+
+def table_detail(lake: Lake, table: str, *, at: SnapshotSelector = LATEST) -> TableDetail | ViewDetail:
+    """One table (or view) in detail at a snapshot."""
     with lake.reader() as r:
         snap = at.resolve(r)
         sid = snap.snapshot_id
-        t = r.find_table(sid, table)
+        try:
+            t = r.find_table(sid, table)
+        except NotFoundError:
+            view = pick_entry(r.views(sid), split_qualified(table), nested=r.v11)
+            if view is None:
+                raise
+            return _view_detail(r, view, sid)
         schemas = r.schemas(sid)
         root = r.data_path
         counts = table_counts(r, snapshot_id=sid, data_path=root, tables=[t], schemas=schemas,

@@ -93,12 +93,20 @@ class _Scope:
 
 def _find_schema(reader: MetadataReader, snapshot_id: int, name: str) -> SchemaInfo:
     schemas = reader.schemas(snapshot_id)
+    if reader.v11:  # a dotted path of nested schemas, else a top-level schema named by the whole string
+        from ducklake_cli.catalog.names import split_qualified
+        from ducklake_cli.catalog.reader import pick_schema
+
+        nested = pick_schema(schemas, split_qualified(name))
+        if nested is not None:
+            return nested
+        schemas = [sc for sc in schemas if sc.parent_schema_id is None]
     exact = [sc for sc in schemas if sc.name == name]
     folded = [sc for sc in schemas if sc.name.lower() == name.lower()]
     found = exact or (folded if len(folded) == 1 else [])
     if not found:
         raise NotFoundError(f"schema {name} does not exist",
-                            hint=f"schemas: {', '.join(sc.name for sc in schemas)}")
+                            hint=f"schemas: {', '.join(sc.shown for sc in schemas)}")
     return found[0]
 
 
@@ -112,13 +120,13 @@ def _scope(reader: MetadataReader, *, schema: str | None, table: str | None) -> 
         t = reader.find_table(sid, table)
         return _Scope(o.TABLE, t.table_id, f"{t.schema_name}.{t.name}", t.schema_id)
     sc = _find_schema(reader, sid, schema or "")
-    return _Scope(o.SCHEMA, sc.schema_id, sc.name, sc.schema_id)
+    return _Scope(o.SCHEMA, sc.schema_id, sc.shown, sc.schema_id)
 
 
 def _entries(reader: MetadataReader) -> dict[tuple[str, int], str]:
     """Scope entries by (scope, id) for every schema and table at the latest snapshot."""
     sid = reader.latest_snapshot().snapshot_id
-    out: dict[tuple[str, int], str] = {(o.SCHEMA, sc.schema_id): sc.name for sc in reader.schemas(sid)}
+    out: dict[tuple[str, int], str] = {(o.SCHEMA, sc.schema_id): sc.shown for sc in reader.schemas(sid)}
     out.update({(o.TABLE, t.table_id): f"{t.schema_name}.{t.name}" for t in reader.tables(sid)})
     return out
 
@@ -234,6 +242,6 @@ def change_options(lake: Lake, *, assignments: Mapping[str, str], unset: Sequenc
 
 def table_entries(tables: Sequence[TableInfo], schemas: Sequence[SchemaInfo]) -> dict[tuple[str, int], str]:
     """Scope entries from tables and schemas already read (for `inspect`)."""
-    out: dict[tuple[str, int], str] = {(o.SCHEMA, sc.schema_id): sc.name for sc in schemas}
+    out: dict[tuple[str, int], str] = {(o.SCHEMA, sc.schema_id): sc.shown for sc in schemas}
     out.update({(o.TABLE, t.table_id): f"{t.schema_name}.{t.name}" for t in tables})
     return out

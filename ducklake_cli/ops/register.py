@@ -321,11 +321,11 @@ def describe_file(footer: Footer, table: TableInfo, *, hive: bool, allow_missing
     walk.top([(f.name, f) for f in footer.schema], table.columns)
     records = int(footer.metadata.num_rows)
     stats = [_leaf_stats(footer, idx, kind, cid) for cid, (idx, kind) in walk.leaves.items()]
-    stats += [FileStat(cid, 0, records if text is not None else 0, 0 if text is not None else records, text, text)
-              for cid, text in walk.hive_hits.items()]
+    stats += [FileStat(cid, 0, records if text is not None else 0, 0 if text is not None else records, text, text,
+                       exact=True) for cid, text in walk.hive_hits.items()]
     partition = _partition_values(footer.path, table, walk, stats, records) if table.partition else []
     return RegisteredFile(footer.path, records, footer.file_size, footer.footer_size, tuple(walk.rows),
-                          tuple(stats), tuple(partition))
+                          tuple(stats), tuple(partition), row_group_count=int(footer.metadata.num_row_groups))
 
 
 def _partition_values(path: str, table: TableInfo, walk: _Walk, stats: list[FileStat],
@@ -352,7 +352,7 @@ def _partition_values(path: str, table: TableInfo, walk: _Walk, stats: list[File
         values[f.key_index] = text
         if transform_name(f.transform) != "bucket" and all(s.column_id != f.column_id for s in stats):
             stats.append(FileStat(f.column_id, 0, records if text is not None else 0,
-                                  0 if text is not None else records, text, text))
+                                  0 if text is not None else records, text, text, exact=True))
     hits += list(walk.hive_hits)
     keys = {f.column_id for f in fields}
     if len(hits) != len(fields) or any(h not in keys for h in hits):

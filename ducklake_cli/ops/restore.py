@@ -312,9 +312,9 @@ def _copy_file(src: str, dst: str, opts: dict[str, Any]) -> None:
 def _delete_rows(path: str, fmt: str | None, opts: dict[str, Any]) -> list[tuple[int, int | None]]:
     """`(position, snapshot or None)` of every position in a delete file."""
     if (fmt or "parquet") == "puffin":
-        from ducklake_cli.storage.deletion_vector import read_deletion_vector
+        from ducklake_cli.storage.deletion_vector import read_deletion_vectors
 
-        return [(p, None) for p in read_deletion_vector(path, opts)]
+        return read_deletion_vectors(path, opts).first_deleted()  # a 1.1 container tags each with its blob's snapshot
     from ducklake_cli.engine.delete_files import parquet_delete_batches
 
     rows: list[tuple[int, int | None]] = []

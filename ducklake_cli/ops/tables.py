@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ducklake_cli.catalog import options
-from ducklake_cli.catalog.models import ColumnInfo, LakeMetadata, TableInfo
+from ducklake_cli.catalog.models import ColumnInfo, LakeMetadata, TableInfo, ViewInfo
+from ducklake_cli.catalog.names import pick_entry
 from ducklake_cli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -25,6 +26,31 @@ def split_table_name(name: str) -> tuple[str, str]:
     if len(parts) == 2 and all(parts):
         return parts[0], parts[1]
     raise UsageError(f"table name {name!r} must be TABLE or SCHEMA.TABLE")
+
+
+def split_table_path(name: str) -> tuple[tuple[str, ...], str]:
+    """`table` (schema main), `schema.table` or `a.b.table` (a DuckLake 1.1 nested schema: the caller refuses it on
+    1.0 with `split_table_name`'s words); double-quoted parts may hold dots and `""` quotes."""
+    from ducklake_cli.catalog.names import split_qualified
+
+    parts = split_qualified(name.strip())
+    if not all(parts):
+        raise UsageError(f"table name {name!r} must be TABLE or SCHEMA.TABLE")
+    return (tuple(parts[:-1]) or ("main",)), parts[-1]
+
+
+def view_query_columns(view: ViewInfo, tables: Sequence[TableInfo], *, nested: bool) -> list[str]:
+    """The column names a view's query gives, before its column aliases (what 1.1's view column comments are
+    stored under): from its select list, a lone `*` over one lake table read as that table's columns; [] when the
+    text cannot tell."""
+    from ducklake_cli.engine.planning.ddl_render import view_columns, view_reads
+
+    query = view_columns(view.sql or "") or []
+    if "*" in query:
+        reads = view_reads(view.sql or "")
+        source = pick_entry(tables, reads[0], nested=nested) if len(reads) == 1 and query == ["*"] else None
+        query = [c.name for c in source.columns] if source is not None else []
+    return query
 
 
 def parse_size(text: str) -> int:
@@ -81,6 +107,10 @@ def pick_tables(reader: LakeReader, snapshot_id: int, table: str | None, meta: L
     tables = reader.tables(snapshot_id)
     if table is None:  # like DuckDB: only tables with auto_compact on (the default) when none is named
         return [t for t in tables if options.flag(meta, "auto_compact", table_id=t.table_id, schema_id=t.schema_id)]
+    if len(split_table_path(table)[0]) > 1:  # a DuckLake 1.1 nested schema (refused on 1.0 as before)
+        if not reader.v11:
+            split_table_name(table)
+        return [reader.find_table(snapshot_id, table)]
     schema_name, name = split_table_name(table)
     chosen = [t for t in tables if t.schema_name == schema_name and t.name == name]
     if not chosen:

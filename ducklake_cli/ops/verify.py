@@ -151,7 +151,8 @@ def _gather(r: LakeReader, table: str | None, deep: bool) -> _Catalog:
                            x.file_size_bytes, x.delete_count, (x.format or "parquet").lower() == "parquet",
                            bool(x.encryption_key), x.data_file_id))
     refs = cv.inlined_refs(r.conn, ids)
-    findings = [*cv.inlined_findings(r.conn, r.backend, refs), *cv.sequence_findings(snapshots),
+    findings = [*cv.inlined_findings(r.conn, r.backend, refs, version=r.format_version()),
+                *cv.sequence_findings(snapshots),
                 *cv.schema_version_findings(r.conn, snapshots), *cv.next_id_findings(r.conn, r.backend, latest),
                 *cv.lifetime_findings(r.conn, r.backend, sid)]
     out = _Catalog(sid, tables, files, findings, len(refs), len(snapshots), deep)

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog import options as lake_options
 from ducklake_cli.catalog.models import ColumnInfo, LakeMetadata, NewDataFile, SchemaInfo, TableInfo
-from ducklake_cli.catalog.partitions import parse_partition_by, resolve_partition
+from ducklake_cli.catalog.partitions import parse_partition_by, refuse_epoch, resolve_partition
 from ducklake_cli.catalog.snapshots import LATEST, SnapshotSelector
 from ducklake_cli.engine.ingest import INPUT_FORMATS
 from ducklake_cli.engine.writer import partition_keys
 from ducklake_cli.errors import CommitConflictError, InputError, NotFoundError, TableExistsError, UsageError
 from ducklake_cli.ops.results import Section
-from ducklake_cli.ops.tables import file_spec, split_table_name
+from ducklake_cli.ops.tables import file_spec, split_table_path
 from ducklake_cli.storage.files import ensure_dir
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class WriteResult:
 class _Target:
     """Where the table lives (planned before the Spark job; the commit re-checks it)."""
 
-    schema_name: str
+    schema_name: str  # as printed (nested: `a.b`)
     name: str
     existing: TableInfo | None
     schema: SchemaInfo | None
@@ -82,6 +82,12 @@ class _Target:
     base_snapshot: int
     meta: LakeMetadata
     replaced: TableInfo | None = None  # CREATE OR REPLACE TABLE … AS: the table that ends in the same snapshot
+    schema_parts: tuple[str, ...] = ()  # the schema's full name (DuckLake 1.1 nests schemas)
+
+    @property
+    def created_name(self) -> str:
+        """The table's name as a change string's `created_table` reads back (`parse_changes`)."""
+        return ".".join((*(self.schema_parts or (self.schema_name,)), self.name))
 
 
 def _where(target: _Target) -> dict[str, int | None]:
@@ -90,14 +96,25 @@ def _where(target: _Target) -> dict[str, int | None]:
             "schema_id": target.schema.schema_id if target.schema else None}
 
 
-def _plan_target(lake: Lake, schema_name: str, name: str, mode: str) -> _Target:
+def _plan_target(lake: Lake, schema_path: tuple[str, ...], name: str, mode: str) -> _Target:
+    from ducklake_cli.catalog.names import shown_path
+    from ducklake_cli.catalog.reader import pick_schema
     from ducklake_cli.catalog.writes import dir_name
 
     with lake.reader() as r:
         meta = r.metadata()
         latest = r.latest_snapshot()
         data_path = r.data_path
-        schema = next((x for x in r.schemas(latest.snapshot_id) if x.name == schema_name), None)
+        if len(schema_path) > 1 and not r.v11:  # 1.0 has no nested schemas: its own refusal, as before
+            raise UsageError(f"table name {'.'.join((*schema_path, name))!r} must be TABLE or SCHEMA.TABLE")
+        schemas = r.schemas(latest.snapshot_id)
+        schema = next((x for x in schemas if x.qualified_parts == schema_path), None)
+        if schema is None and len(schema_path) > 1:  # a nested schema is found in any case, never made here
+            schema = pick_schema(schemas, schema_path) or pick_schema(schemas, schema_path[1:])  # or `catalog.`
+            if schema is None:
+                raise NotFoundError(f"schema {shown_path(schema_path, quote=True)} does not exist",
+                                    hint="create it first (ducklake query CATALOG \"CREATE SCHEMA …\")")
+        schema_name = schema.shown if schema is not None else shown_path(schema_path, quote=r.v11)
         existing = None
         if schema is not None:
             existing = next((t for t in r.tables(latest.snapshot_id)
@@ -115,7 +132,7 @@ def _plan_target(lake: Lake, schema_name: str, name: str, mode: str) -> _Target:
     tdir_name = (existing.path or "") if existing else dir_name(name)
     tdir = table_dir(data_path, schema, existing) if schema and existing else ensure_dir(sdir) + tdir_name
     return _Target(schema_name, name, existing, schema, sdir_name, tdir_name, ensure_dir(tdir), latest.snapshot_id,
-                   meta, replaced)
+                   meta, replaced, schema.qualified_parts if schema is not None else schema_path)
 
 
 _NEVER_INLINED = frozenset({"geometry", "variant"})
@@ -128,11 +145,11 @@ def _has_type(col: ColumnInfo, types: frozenset[str]) -> bool:
 def inline_limit(lake: Lake, meta: LakeMetadata, columns: Sequence[ColumnInfo], *, table_id: int | None,
                  schema_id: int | None) -> int:
     """How many rows a write (or a statement's deletions from one file) may keep in the catalog (spec §4)."""
-    from ducklake_cli.catalog.writes import RESERVED_INLINE_NAMES
+    from ducklake_cli.catalog.writes import blocks_inlining
 
     if not lake.backend.transactional_ddl:  # inlined tables need DDL inside the commit
         return 0
-    if any(c.name.lower() in RESERVED_INLINE_NAMES for c in columns):
+    if any(blocks_inlining(c.name, v11=lake.v11) for c in columns):  # 1.1: plain `row_id` inlines
         return 0
     if any(_has_type(c, _NEVER_INLINED) for c in columns):  # DuckDB: never GEOMETRY, VARIANT only in .ducklake files
         return 0
@@ -192,8 +209,8 @@ def run_write(
     _check_input(source=source, query=query, frame=frame, input_format=input_format, schema=schema,
                  on_error=on_error)
     requests = parse_partition_by(partition_by)
-    schema_name, name = split_table_name(table)
-    target = _plan_target(lake, schema_name, name, mode)
+    schema_path, name = split_table_path(table)
+    target = _plan_target(lake, schema_path, name, mode)
     lake_options.require_message(target.meta, message)
 
     from ducklake_cli.engine.ingest_duckdb import ingest_errors
@@ -236,6 +253,7 @@ def _read(lake: Lake, target: _Target, *, source: Sequence[str], query: str | No
           at: SnapshotSelector, requests: Any, ignore_extra_columns: bool, evolve: bool = False) -> _Input:
     """Read the input (files, a query or a frame) lazily and conform it to the table (or the new table's) columns;
     with `evolve`, to the existing table grown to take the input."""
+    refuse_epoch([r.transform for r in requests], v11=lake.v11, where=lake.target.display())  # before any work
     from ducklake_cli.engine.ingest import conform, evolve_columns, read_input, refuse_nameless, refuse_unstorable
     from ducklake_cli.engine.writer import columns_from_spark
     from ducklake_cli.ops.query import sql_dataframe
@@ -278,8 +296,18 @@ def _refuse_reserved(target: _Target, columns: Sequence[ColumnInfo]) -> None:
     """A new top-level column named like an inlined-data table's own columns while the table would inline is
     refused, as DuckDB refuses it in CREATE TABLE (… AS) and ADD COLUMN; one the table has already stays."""
     from ducklake_cli.catalog.names import inlining_reserved
+    from ducklake_cli.catalog.versions import is_v11
     from ducklake_cli.catalog.writes import RESERVED_INLINE_NAMES
 
+    if is_v11(target.meta.version):  # 1.1's inlined-data tables prefix their own columns: `row_id` is free
+        from ducklake_cli.catalog.names import reserved_v11
+
+        had = {c.name.lower() for c in target.existing.columns} if target.existing is not None else set()
+        name = next((c.name for c in columns if c.name.lower().startswith("_ducklake_") and c.name.lower() not in had),
+                    None)
+        if name is not None:  # refused whether or not the table inlines
+            raise InputError(reserved_v11(name), hint="rename it; nothing was written")
+        return
     had = {c.name.lower() for c in target.existing.columns} if target.existing is not None else set()
     name = next((c.name for c in columns if c.name.lower() in RESERVED_INLINE_NAMES - had), None)
     if name is not None and lake_options.count(target.meta, "data_inlining_row_limit", **_where(target)) > 0:
@@ -360,7 +388,8 @@ def _commit(lake: Lake, target: _Target, columns: Sequence[ColumnInfo], partitio
             table = None
         if table is None:
             refuse_unstorable(columns, "the input")  # where every table creation meets (write, merge, CTAS)
-            schema = ensure_schema(tx, target.schema_name, path=target.schema_dir_name)
+            schema = _schema_at(tx, target) if len(target.schema_parts) > 1 else \
+                ensure_schema(tx, target.schema_parts[0], path=target.schema_dir_name)
             planned = ensure_dir(target.schema_dir_name)
             path = (target.table_dir_name, True) if (schema.path or "") == planned else (target.table_dir, False)
             table = create_table(tx, schema, target.name, columns, partition, inline=limit > 0, path=path)
@@ -390,10 +419,20 @@ def _commit(lake: Lake, target: _Target, columns: Sequence[ColumnInfo], partitio
 def _table_at(tx: Transaction, target: _Target) -> TableInfo | None:
     latest = tx.latest.snapshot_id
     for sch in tx.reader.schemas(latest):
-        if sch.name == target.schema_name:
+        if sch.qualified_parts == target.schema_parts:
             return next((t for t in tx.reader.tables(latest) if t.schema_id == sch.schema_id and t.name == target.name),
                         None)
     return None
+
+
+def _schema_at(tx: Transaction, target: _Target) -> SchemaInfo:
+    """The target's nested schema at the commit (it is never created by a write)."""
+    found = next((x for x in tx.reader.schemas(tx.latest.snapshot_id) if x.qualified_parts == target.schema_parts),
+                 None)
+    if found is None:
+        raise CommitConflictError(f"another writer dropped schema {target.schema_name} meanwhile",
+                                  hint="nothing was changed")
+    return found
 
 
 def _layout(columns: Sequence[ColumnInfo]) -> tuple[Any, ...]:
@@ -418,7 +457,7 @@ def _check_conflicts(tx: Transaction, target: _Target, mode: str, columns: Seque
                                       hint="nothing was changed; rerun the statement")
         return False
     if target.existing is None:
-        if qualified not in other.get("tables_created", set()):
+        if target.created_name not in other.get("tables_created", set()):
             return False
         if mode == "create":
             raise TableExistsError(f"another writer created table {qualified} meanwhile",
@@ -426,7 +465,8 @@ def _check_conflicts(tx: Transaction, target: _Target, mode: str, columns: Seque
         theirs = _table_at(tx, target)
         their_partition = [(f.column_id, f.transform) for f in theirs.partition.fields] \
             if theirs is not None and theirs.partition else []
-        schema = next((x for x in tx.reader.schemas(tx.latest.snapshot_id) if x.name == target.schema_name), None)
+        schema = next((x for x in tx.reader.schemas(tx.latest.snapshot_id)
+                       if x.qualified_parts == target.schema_parts), None)
         same_dir = theirs is not None and schema is not None and (theirs.path or "") == target.table_dir_name \
             and theirs.path_is_relative and schema.path_is_relative and (schema.path or "") == target.schema_dir_name
         if theirs is None or not same_dir or _layout(theirs.columns) != _layout(columns) \
@@ -517,8 +557,9 @@ def stage_upsert(
     if not on:
         raise UsageError("--mode merge needs --on KEY[,KEY…]: the columns that identify a row")
     requests = parse_partition_by(partition_by)
-    schema_name, name = split_table_name(table)
-    target = _plan_target(lake, schema_name, name, "merge")
+    schema_path, name = split_table_path(table)
+    target = _plan_target(lake, schema_path, name, "merge")
+    schema_name = target.schema_name
     lake_options.require_message(target.meta, message)
     got = _read(lake, target, source=source, query=query, frame=frame, input_format=input_format,
                 options=options, schema=schema, on_error="fail", at=at, requests=requests,

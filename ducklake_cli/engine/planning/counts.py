@@ -36,6 +36,10 @@ def _deleted_at(path: str, snapshot_id: int, storage_options: Mapping[str, Any])
     """Positions of a delete file written after S that count at S: all of them, unless each carries a snapshot."""
     import pyarrow.parquet as pq
 
+    if path.endswith(".puffin"):  # a 1.1 multi-snapshot container: its blob as of S
+        from ducklake_cli.storage.deletion_vector import read_deletion_vector
+
+        return len(read_deletion_vector(path, storage_options, snapshot=snapshot_id))
     try:
         with filesystem(path, storage_options).open(path, "rb") as fh:
             pf = pq.ParquetFile(fh)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from sqlglot.tokens import TokenType
 
+from ducklake_cli.catalog.names import shown_path
 from ducklake_cli.catalog.partitions import PartitionRequest, parse_partition_by
 from ducklake_cli.engine.planning.ddl_render import (
     DefaultSpec,
@@ -31,15 +32,27 @@ from ducklake_cli.errors import QueryError, UsageError
 
 @dataclass(frozen=True)
 class Name:
-    """`schema.name` as written (schema None: the default schema `main`)."""
+    """`schema.name` as written (schema None: the default schema `main`); on DuckLake 1.1 the schema may have
+    several parts (`a.b.name`: schema `b` nested in `a`)."""
 
     schema: str | None
     name: str
+    outer: tuple[str, ...] = ()  # the schemas the schema is nested in, outermost first (DuckLake 1.1)
+
+    @classmethod
+    def of(cls, schema_path: tuple[str, ...], name: str) -> Name:
+        """The name of `name` in the schema whose full name is `schema_path`."""
+        return cls(schema_path[-1] if schema_path else None, name, tuple(schema_path[:-1]))
+
+    @property
+    def schema_path(self) -> tuple[str, ...]:
+        """The schema's full name, `("main",)` when none was given."""
+        return (*self.outer, self.schema) if self.schema is not None else ("main",)
 
     @property
     def schema_name(self) -> str:
-        """The schema, `main` when none was given."""
-        return self.schema or "main"
+        """The schema as printed, `main` when none was given."""
+        return shown_path(self.schema_path, quote=len(self.schema_path) > 1)
 
     def __str__(self) -> str:
         return f"{self.schema_name}.{self.name}"
@@ -58,10 +71,21 @@ class ColumnSpec:
 
 @dataclass(frozen=True)
 class CreateSchema:
-    """CREATE SCHEMA [IF NOT EXISTS]."""
+    """CREATE SCHEMA [IF NOT EXISTS] (`outer`: the schemas it is nested in, DuckLake 1.1)."""
 
     name: str
     if_not_exists: bool = False
+    outer: tuple[str, ...] = ()
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        """The full name, outermost first."""
+        return (*self.outer, self.name)
+
+    @property
+    def shown(self) -> str:
+        """The full name as printed."""
+        return shown_path(self.path, quote=len(self.path) > 1)
 
 
 @dataclass(frozen=True)
@@ -71,6 +95,17 @@ class DropSchema:
     name: str
     if_exists: bool = False
     cascade: bool = False
+    outer: tuple[str, ...] = ()
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        """The full name, outermost first."""
+        return (*self.outer, self.name)
+
+    @property
+    def shown(self) -> str:
+        """The full name as printed."""
+        return shown_path(self.path, quote=len(self.path) > 1)
 
 
 @dataclass(frozen=True)
@@ -200,6 +235,7 @@ class CreateView:
     or_replace: bool = False
     if_not_exists: bool = False
     reads: tuple[tuple[str | None, str], ...] = ()  # (schema or None, name) of the tables and views it reads
+    read_paths: tuple[tuple[str, ...], ...] = field(default=(), compare=False)  # the same, every part as written
 
 
 @dataclass(frozen=True)
@@ -286,10 +322,9 @@ class _Cursor:
         return tuple(parts)
 
     def name(self) -> Name:
+        """A table or view name; more than two parts (nested schemas) only on 1.1 catalogs (`nested_names`)."""
         parts = self.path()
-        if len(parts) > 2:  # a catalog part would be ignored: the lake is the catalog named on the command line
-            raise QueryError(f"name {'.'.join(parts)!r} has too many parts (use schema.name)")
-        return Name(parts[-2] if len(parts) > 1 else None, parts[-1])
+        return Name.of(parts[:-1], parts[-1])
 
     def string_or_null(self) -> str | None:
         if self.accept("NULL"):
@@ -393,12 +428,18 @@ def parse_ddl(sql: str) -> Statement:
     return st
 
 
-def _schema_name(cur: _Cursor) -> str:
-    """A schema name: one part (a catalog part would be ignored)."""
-    parts = cur.path()
-    if len(parts) > 1:
-        raise QueryError(f"schema name {'.'.join(parts)!r} has too many parts")
-    return parts[0]
+def _schema_name(cur: _Cursor) -> tuple[str, ...]:
+    """A schema name: several parts name a nested schema (1.1 catalogs only, `nested_names`)."""
+    return cur.path()
+
+
+def nested_names(st: Statement) -> str | None:
+    """What of a statement needs DuckLake 1.1's nested schemas ('CREATE SCHEMA a.b'), None when nothing does."""
+    if isinstance(st, (CreateSchema, DropSchema)):
+        return f"schema {st.shown}" if st.outer else None
+    names = [n for n in (getattr(st, "table", None), getattr(st, "view", None), getattr(st, "target", None))
+             if isinstance(n, Name)]
+    return next((".".join((*n.schema_path, n.name)) for n in names if n.outer), None)
 
 
 def _create(cur: _Cursor) -> Statement:
@@ -410,7 +451,8 @@ def _create(cur: _Cursor) -> Statement:
         if or_replace:
             raise QueryError("CREATE OR REPLACE SCHEMA is not supported")
         exists = cur.accept("IF", "NOT", "EXISTS")
-        return CreateSchema(_schema_name(cur), exists)
+        path = _schema_name(cur)
+        return CreateSchema(path[-1], exists, path[:-1])
     if cur.accept("VIEW"):
         exists = cur.accept("IF", "NOT", "EXISTS")
         view = cur.name()
@@ -422,7 +464,9 @@ def _create(cur: _Cursor) -> Statement:
         width = view_width(body) if aliases else None
         if width is not None and len(aliases) > width:  # DuckDB binds the body and refuses
             raise QueryError(f"view {view}: {len(aliases)} column aliases for a query of {width} column(s)")
-        return CreateView(view, body, aliases, or_replace, exists, view_reads(body))
+        paths = view_reads(body)
+        reads = tuple((p[-2] if len(p) > 1 else None, p[-1]) for p in paths)
+        return CreateView(view, body, aliases, or_replace, exists, reads, paths)
     cur.expect("TABLE")
     exists = cur.accept("IF", "NOT", "EXISTS")
     if or_replace and exists:  # DuckDB's parser refuses the pair
@@ -527,10 +571,10 @@ def _partition_keys(cur: _Cursor) -> tuple[PartitionRequest, ...]:
 def _drop(cur: _Cursor) -> Statement:
     if cur.accept("SCHEMA") or cur.accept("DATABASE"):
         exists = cur.accept("IF", "EXISTS")
-        name = _schema_name(cur)
+        path = _schema_name(cur)
         cascade = cur.accept("CASCADE")
         cur.accept("RESTRICT")
-        return DropSchema(name, exists, cascade)
+        return DropSchema(path[-1], exists, cascade, path[:-1])
     if cur.accept("TABLE"):
         exists = cur.accept("IF", "EXISTS")
         return DropTable(cur.name(), exists)
@@ -544,8 +588,8 @@ def _alter_table(cur: _Cursor) -> Statement:
     table = cur.name()
     if cur.accept("RENAME", "TO"):
         target = cur.name()
-        if target.schema is not None and target.schema != table.schema_name:
-            raise QueryError(f"RENAME TO {target.schema}.{target.name}: a table cannot move to another schema")
+        if target.schema is not None and target.schema_path != table.schema_path:
+            raise QueryError(f"RENAME TO {target}: a table cannot move to another schema")
         return RenameTable(table, target.name)
     if cur.accept("RENAME", "COLUMN"):
         path = cur.path()
@@ -629,10 +673,10 @@ def _comment(cur: _Cursor) -> Statement:
         return Comment(kind, target, (), cur.string_or_null())
     if cur.accept("COLUMN"):
         parts = cur.path()
-        if not 2 <= len(parts) <= 3:
+        if len(parts) < 2:
             raise QueryError("COMMENT ON COLUMN needs [schema.]table.column")
-        # `t.c`, `s.t.c` (DuckDB's reading; nested fields cannot be named here)
-        table = Name(parts[-3] if len(parts) > 2 else None, parts[-2])
+        # `t.c`, `s.t.c`, on 1.1 `a.b.t.c` (DuckDB's reading; nested fields cannot be named here)
+        table = Name.of(parts[:-2], parts[-2])
         cur.expect("IS")
         return Comment("column", table, (parts[-1],), cur.string_or_null())
     raise QueryError("COMMENT ON supports TABLE, VIEW and COLUMN")

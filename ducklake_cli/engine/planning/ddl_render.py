@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +76,9 @@ def _duck_sql(select_sql: str, what: str) -> tuple[str, dict[str, Any]]:
     if parsed.get("error"):
         raise QueryError(f"{what}: {parsed.get('error_message', 'not valid SQL')}")
     return str(text), parsed
+
+
+_PLAIN = re.compile(r"[a-z_][a-z0-9_]*")
 
 
 class _DuckDBText(DuckDB):
@@ -206,16 +210,41 @@ def typed_default(spec: DefaultSpec, column_type: TypeSpec) -> DefaultSpec:
 def view_sql(sql: str, name: str) -> str:
     """A view body (Spark SQL) as DuckDB records it in `ducklake_view.sql`."""
     what = f"view {name}"
-    text, tree = _duck_sql(_to_duckdb(sql, what), what)
+    duck, long_names = _hide_long_names(_to_duckdb(sql, what))
+    text, tree = _duck_sql(duck, what)
     if len(tree.get("statements", [])) != 1:
         raise QueryError(f"{what}: the body must be one query")
+    for stand_in, real in long_names.items():
+        text = text.replace(stand_in, real)
     return text
+
+
+def _hide_long_names(duck: str) -> tuple[str, dict[str, str]]:
+    """Table names of four parts or more (DuckLake 1.1's nested schemas), which DuckDB 1.5's parser cannot render,
+    replaced by stand-ins; the text is unchanged when there are none."""
+    if duck.count(".") < 3:
+        return duck, {}
+    try:
+        with quiet_sqlglot():
+            tree = sqlglot.parse_one(duck, read="duckdb")
+    except SqlglotError:
+        return duck, {}
+    found: dict[str, str] = {}
+    for node in list(tree.find_all(exp.Table)):
+        if isinstance(node.this, exp.Dot):
+            stand_in = f"__ducklake_name_{len(found)}__"
+            found[stand_in] = ".".join(p if _PLAIN.fullmatch(p) else '"' + p.replace('"', '""') + '"'
+                                       for p in (i.name for i in node.parts))
+            for arg in ("db", "catalog"):
+                node.set(arg, None)
+            node.set("this", exp.to_identifier(stand_in))
+    return (tree.sql(dialect=_DuckDBText), found) if found else (duck, {})
 
 
 def view_width(duckdb_sql: str) -> int | None:
     """How many columns a view body (DuckDB text) gives, when its select list tells (None with a `*`,
     `COLUMNS(…)` or `unnest`, which only binding resolves)."""
-    _, tree = _duck_sql(duckdb_sql, "view")
+    _, tree = _duck_sql(_hide_long_names(duckdb_sql)[0], "view")
     node = tree["statements"][0]["node"]
     while node.get("type") == "SET_OPERATION_NODE":
         node = node.get("left") or node.get("children", [{}])[0]
@@ -226,8 +255,8 @@ def view_width(duckdb_sql: str) -> int | None:
     return len(items)
 
 
-def view_reads(duckdb_sql: str) -> tuple[tuple[str | None, str], ...]:
-    """`(schema or None, name)` of each lake table or view a view body (DuckDB text) reads, as the query planner
+def view_reads(duckdb_sql: str) -> tuple[tuple[str, ...], ...]:
+    """The name parts (as written) of each lake table or view a view body (DuckDB text) reads, as the query planner
     resolves them (CTEs and table functions excluded); empty when the planner cannot read the body."""
     try:
         with quiet_sqlglot():
@@ -235,7 +264,7 @@ def view_reads(duckdb_sql: str) -> tuple[tuple[str | None, str], ...]:
         refs = parse_query(ours).table_refs()
     except (SqlglotError, QueryError):
         return ()  # DuckDB's parser accepted the body: leave binding to the readers rather than refuse it
-    return tuple((r.schema, r.name) for r in refs if r.version is None and r.timestamp is None)
+    return tuple(r.path for r in refs if r.version is None and r.timestamp is None)
 
 
 def sort_spec(sql: str, direction: str, nulls: str | None) -> SortSpec:
@@ -352,3 +381,19 @@ def _type_of(node: exp.DataType, text: str) -> TypeSpec:
     if t in _SIMPLE:
         return TypeSpec(_SIMPLE[t])
     raise QueryError(f"type {text.strip()!r} is not a DuckLake type")
+
+
+def view_columns(duckdb_sql: str) -> list[str] | None:
+    """The column names a view body's query gives (DuckDB text), before the view's column aliases: each item's
+    alias or column name, `*` for a star, '' where only binding names it; None when the body cannot be read."""
+    try:
+        with quiet_sqlglot():
+            tree = sqlglot.parse_one(duckdb_sql, read="duckdb")
+    except SqlglotError:
+        return None
+    while isinstance(tree, exp.SetOperation):  # a UNION's columns are named by its first query
+        tree = tree.left
+    if not isinstance(tree, exp.Query):
+        return None
+    return ["*" if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+            else e.output_name for e in tree.selects]

@@ -14,6 +14,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from ducklake_cli.catalog.names import shown_path
+from ducklake_cli.catalog.partitions import EPOCH
 from ducklake_cli.engine.planning.dialect import DIALECT, quiet_sqlglot, sql_text, syntax_message
 from ducklake_cli.engine.planning.predicates import Predicate
 from ducklake_cli.engine.planning.sql_rewrite import parse_query
@@ -59,11 +61,13 @@ class Statement:
     partition_by: tuple[str, ...] = ()  # CTAS `PARTITIONED BY`, in `--partition-by` form
     reads: tuple[str, ...] = field(default=(), repr=False)
     or_replace: bool = False  # CREATE OR REPLACE TABLE … AS: an existing table ends in the same snapshot
+    path: tuple[str, ...] = ()  # every name part before the table (a catalog, nested schemas on DuckLake 1.1)
 
     @property
     def qualified(self) -> str:
-        """`schema.table` (schema `main` when unqualified)."""
-        return f"{self.schema or 'main'}.{self.table}"
+        """`schema.table` (schema `main` when unqualified), or every part of a longer name, as the catalog reader
+        resolves it (a part holding a dot is quoted)."""
+        return shown_path((*(self.path if len(self.path) > 1 else (self.schema or "main",)), self.table), quote=True)
 
     @property
     def target_alias(self) -> str:
@@ -142,10 +146,36 @@ def _text(node: exp.Expr | None) -> str | None:
     return None if node is None else sql_text(node)
 
 
+def _parts(t: exp.Table) -> list[str]:
+    """Every part of a table name: `a.b.c.t` (nested schemas) parses as catalog `a`, db `b`, `c.t` as a dot."""
+    tail: list[str] = []
+    node: exp.Expr = t.this
+    while isinstance(node, exp.Dot):
+        tail.insert(0, node.expression.name)
+        node = node.this
+    return [p for p in (t.catalog, t.db) if p] + [node.name, *tail]
+
+
+def _schema(t: exp.Table) -> str | None:
+    parts = _parts(t)
+    return parts[-2] if len(parts) > 1 else None
+
+
+def _name(t: exp.Table) -> str:
+    return _parts(t)[-1]
+
+
+def _path(t: exp.Table) -> tuple[str, ...]:
+    return tuple(_parts(t)[:-1])
+
+
 def _target(node: exp.Expr, verb: str) -> exp.Table:
     if isinstance(node, exp.Schema):
         node = node.this
-    if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
+    inner = node.this if isinstance(node, exp.Table) else None
+    while isinstance(inner, exp.Dot):
+        inner = inner.this
+    if not isinstance(node, exp.Table) or not isinstance(inner, exp.Identifier):
         raise QueryError(f"{verb} needs a table name")
     if node.args.get("version") is not None:
         raise QueryError(f"{verb} changes the latest snapshot; time travel (AS OF) is only for tables it reads")
@@ -170,10 +200,10 @@ def _partition_item(node: exp.Expr) -> str:
     if isinstance(node, exp.PartitionedByBucket):
         return f"bucket({node.expression.name}, {node.this.name})"
     col = node.find(exp.Column)
-    name = type(node).__name__.lower()
-    if col is None or name not in ("year", "month", "day", "hour"):
-        raise QueryError(f"PARTITIONED BY {sql_text(node)} is not a column, year|month|day|hour(col) or "
-                         "bucket(N, col)")
+    name = str(node.this).lower() if isinstance(node, exp.Anonymous) else type(node).__name__.lower()
+    if col is None or name not in ("year", "month", "day", "hour", *EPOCH):  # epoch_*: DuckLake 1.1 only
+        raise QueryError(f"PARTITIONED BY {sql_text(node)} is not a column, year|month|day|hour(col), "
+                         "epoch_year|epoch_month|epoch_day|epoch_hour(col) or bucket(N, col)")
     return f"{name}({col.name})"
 
 
@@ -184,17 +214,17 @@ def parse_change(sql: str) -> Statement:
         t = _target(tree.this, "DELETE")
         if tree.args.get("using"):
             raise QueryError("DELETE … USING is not supported; use a subquery in WHERE or MERGE")
-        return Statement("delete", t.db or None, t.name, sql, alias=t.alias or None,
+        return Statement("delete", _schema(t), _name(t), sql, path=_path(t), alias=t.alias or None,
                          where=_text(tree.args["where"].this) if tree.args.get("where") else None)
     if isinstance(tree, exp.TruncateTable):
         (t,) = tree.expressions
         t = _target(t, "TRUNCATE")
-        return Statement("delete", t.db or None, t.name, sql)
+        return Statement("delete", _schema(t), _name(t), sql, path=_path(t))
     if isinstance(tree, exp.Update):
         t = _target(tree.this, "UPDATE")
         if tree.args.get("from_"):
             raise QueryError("UPDATE … FROM is not supported; use MERGE INTO")
-        return Statement("update", t.db or None, t.name, sql, alias=t.alias or None,
+        return Statement("update", _schema(t), _name(t), sql, path=_path(t), alias=t.alias or None,
                          where=_text(tree.args["where"].this) if tree.args.get("where") else None,
                          assignments=_assignments(tree.expressions, "UPDATE"))
     if isinstance(tree, exp.Merge):
@@ -208,8 +238,8 @@ def parse_change(sql: str) -> Statement:
         query = tree.expression
         if not isinstance(query, (exp.Query, exp.Values)):
             raise QueryError("INSERT needs a SELECT or VALUES")
-        return Statement("overwrite" if tree.args.get("overwrite") else "insert", t.db or None, t.name, sql,
-                         source=_text(query), columns=columns)
+        return Statement("overwrite" if tree.args.get("overwrite") else "insert", _schema(t), _name(t), sql,
+                         path=_path(t), source=_text(query), columns=columns)
     if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE":
         t = _target(tree.this, "CREATE TABLE")
         if tree.args.get("replace") and tree.args.get("exists"):  # DuckDB's parser refuses the pair
@@ -224,8 +254,8 @@ def parse_change(sql: str) -> Statement:
                 parts = tuple(_partition_item(i) for i in items)
             elif not isinstance(prop, exp.FileFormatProperty):
                 raise QueryError(f"CREATE TABLE option {sql_text(prop)} is not supported")
-        return Statement("create", t.db or None, t.name, sql, source=_text(tree.expression), partition_by=parts,
-                         or_replace=bool(tree.args.get("replace")))
+        return Statement("create", _schema(t), _name(t), sql, path=_path(t), source=_text(tree.expression),
+                         partition_by=parts, or_replace=bool(tree.args.get("replace")))
     raise QueryError(f"{tree.key.upper()} is not a row-level change")
 
 
@@ -287,7 +317,7 @@ def _merge(tree: exp.Merge, sql: str) -> Statement:
         target = exp.to_identifier(t.alias or t.name)
         on = exp.and_(*(exp.EQ(this=exp.column(k.name, table=target.copy()),
                                expression=exp.column(k.name, table=exp.to_identifier(source_alias))) for k in keys))
-    return Statement("merge", t.db or None, t.name, sql, alias=t.alias or None, source=_text(using),
+    return Statement("merge", _schema(t), _name(t), sql, path=_path(t), alias=t.alias or None, source=_text(using),
                      source_alias=source_alias, on=_text(on), clauses=tuple(clauses))
 
 

@@ -210,6 +210,9 @@ def _without_needless_previous(entries: list[DeleteEntry], options: Mapping[str,
     currents = {e.current.path for e in entries if e.current is not None and e.previous is not None
                 and e.current.format != "puffin"}
     embedded = {path for path in currents if _has_snapshot_column(path, options)}
+    # A 1.1 Puffin container (`partial`: several blobs) tags every position with its snapshot too.
+    embedded |= {e.current.path for e in entries if e.current is not None and e.current.format == "puffin"
+                 and e.current.partial}
     return [dataclasses.replace(e, previous=None) if e.current is not None and e.current.path in embedded else e
             for e in entries]
 

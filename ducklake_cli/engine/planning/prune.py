@@ -11,6 +11,8 @@ Facts checked against DuckDB 1.5.5 (tests/engine/test_prune.py):
   non-ASCII text); a max that is a plain prefix of the true max is still tolerated here.
 * year/month/day/hour of a TIMESTAMPTZ are computed in the writer's session time zone, so they are not used here;
   and of an infinite date/timestamp they are NULL, so only identity/bucket NULL keys mean "all NULL".
+* epoch_year/month/day/hour (DuckLake 1.1) are floor counts since 1970 on the UTC instant, monotonic in the column:
+  each key is a range of the column (TIMESTAMPTZ only when the file was written as TIMESTAMPTZ, not promoted).
 * bucket hashes: signed ints, bool, date (days), timestamps (in their own unit), decimal(P<=18) (unscaled) as
   int64 LE; unsigned ints and decimal(P>18) as their text; floats as double bits (-0.0 as 0.0); strings as UTF-8.
   Promotions keep old files' keys (uint→int changes the encoding; timestamp→timestamptz the value), and
@@ -32,11 +34,13 @@ from ducklake_cli.catalog.partitions import (
     BUCKET,
     CALENDAR,
     DAY_NS,
+    EPOCH,
     EPOCH_ORDINAL,
     NS,
     UNIT_NS,
     bucket_index,
     calendar_part,
+    epoch_span,
     exact_int,
     float32,
     hash_bytes,
@@ -327,8 +331,24 @@ def _key_allows(pf: PartitionField, stored: str, col_type: str, value: Any, writ
     return True
 
 
+def _epoch_span(transform: str, stored: str, col_type: str) -> _Span | None:
+    """The column range whose epoch transform is the stored key (widened to microseconds for TIMESTAMP_NS, which
+    readers may see at microsecond precision)."""
+    if not _INT.fullmatch(stored.strip()):
+        return None
+    try:
+        lo, hi = epoch_span(int(stored), transform)
+    except (ValueError, OverflowError):
+        return None
+    if col_type == "timestamp_ns":
+        lo, hi = lo // 1000 * 1000, -(-hi // 1000) * 1000
+    else:  # the last value of the range in the column's own unit (a day for DATE, a microsecond, …)
+        hi = max(lo, hi + 1 - UNIT_NS.get(col_type, 1))  # (epoch_hour of a DATE: its midnight alone)
+    return _Span(lo, hi)
+
+
 def _spans(stats: FileStats | None, keys: list[tuple[PartitionField, str | None]], col_type: str,
-           kind: str) -> list[_Span]:
+           kind: str, *, epoch_ok: bool = True) -> list[_Span]:
     out: list[_Span] = []
     if stats is not None:
         lo = _bound(stats.min_value, col_type, kind, False)
@@ -346,6 +366,10 @@ def _spans(stats: FileStats | None, keys: list[tuple[PartitionField, str | None]
         elif pf.transform in CALENDAR and kind == "ts" and col_type != "timestamptz" \
                 and _INT.fullmatch(stored.strip()):
             calendar[pf.transform] = int(stored)
+        elif pf.transform in EPOCH and kind == "ts" and epoch_ok:
+            epoch = _epoch_span(pf.transform, stored, col_type)
+            if epoch is not None:
+                out.append(epoch)
     span = _calendar_span(calendar, col_type)
     return out + ([span] if span else [])
 
@@ -402,11 +426,12 @@ def _may_match(c: Candidate, pred: Predicate, col: ColumnInfo) -> bool:
     if any(a is None for a in alts):
         return True
     readings = [a for a in alts if a is not None]
-    spans = _spans(stats, keys, col_type, kind)
     written = c.written_types.get(col.column_id)
     if written is None and col_type == "timestamptz" and stats is not None and any(
             _bound(t, col_type, kind, False) is not None for t in (stats.min_value, stats.max_value)):
         written = col_type  # stats with a zone: written as TIMESTAMPTZ, not promoted from TIMESTAMP
+    # An epoch key of a file written before a promotion to TIMESTAMPTZ counted a wall-clock value: not a range.
+    spans = _spans(stats, keys, col_type, kind, epoch_ok=col_type != "timestamptz" or written == col_type)
     if written is None and col_type == "timestamptz":
         written = "timestamp"  # maybe promoted: its bucket keys hashed a wall-clock value
     if op in ("=", "in"):

@@ -11,6 +11,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ducklake_cli.catalog.models import SchemaInfo, Snapshot, TableInfo
+from ducklake_cli.catalog.names import pick_entry
 from ducklake_cli.catalog.reader import MetadataReader
 from ducklake_cli.catalog.snapshots import timestamp_or_none
 from ducklake_cli.engine.planning.counts import table_counts
@@ -64,7 +65,7 @@ def plan_sql(reader: MetadataReader, query: str, *, snapshot: Snapshot, data_pat
     parsed = parse_query(query, bound=bound)
     if not bound and (count_ref := parsed.plain_count()) is not None:
         sid = _ref_snapshot(reader, count_ref, snapshot)
-        table = reader.find_table(sid, count_ref.qualified)
+        table = reader.find_table(sid, count_ref.dotted)
         counts = table_counts(reader, snapshot_id=sid, data_path=data_path, tables=[table],
                               schemas=reader.schemas(sid), storage_options=storage_options)
         return SqlPlan(spark_sql="", count_only=(parsed.plain_count_alias(), counts[table.table_id].live_rows))
@@ -99,11 +100,12 @@ def _plan_refs(reader: MetadataReader, parsed: ParsedQuery, *, snapshot: Snapsho
         if sid not in catalog_at:
             catalog_at[sid] = cache.get(("catalog", sid), partial(_catalog_at, reader, sid))
         tables, schemas = catalog_at[sid]
-        wanted = ref.qualified.lower()
-        if wanted in tables:
-            key = (sid, tables[wanted].table_id, tuple(parsed.predicates_for(ref)))
+        nested = reader.v11
+        found = pick_entry(list(tables.values()), ref.path, nested=nested)
+        if found is not None:
+            key = (sid, found.table_id, tuple(parsed.predicates_for(ref)))
             plan = cache.get(("scan", *key), partial(
-                plan_scan, reader, table=tables[wanted], snapshot_id=sid, data_path=data_path, schemas=schemas,
+                plan_scan, reader, table=found, snapshot_id=sid, data_path=data_path, schemas=schemas,
                 predicates=key[2], storage_options=storage_options))
             out.scans.append(plan)
             # A table's own column named rowid shadows the virtual one, as in DuckDB.
@@ -113,16 +115,17 @@ def _plan_refs(reader: MetadataReader, parsed: ParsedQuery, *, snapshot: Snapsho
             out.views.append((views[ref], plan, with_rowid))
             continue
         views[ref] = view_name = _view_name()
-        lake_views = {f"{v.schema_name}.{v.name}".lower(): v for v in reader.views(sid)}
-        view = lake_views.get(wanted)
+        lake_views = reader.views(sid)
+        view = pick_entry(lake_views, ref.path, nested=nested)
         if view is None:
             known = [t.qualified_name for t in tables.values()]
-            known += [f"{v.schema_name}.{v.name}" for v in lake_views.values()]
-            close = suggest(ref.qualified, known)
+            known += [f"{v.schema_name}.{v.name}" for v in lake_views]
+            wanted = ref.dotted if nested else ref.qualified
+            close = suggest(wanted, known)
             hint = f"did you mean {', '.join(close)}?" if close else "list tables with `ducklake inspect CATALOG`"
-            raise NotFoundError(f"table {ref.qualified} does not exist at snapshot {sid}", hint=hint)
+            raise NotFoundError(f"table {wanted} does not exist at snapshot {sid}", hint=hint)
         qualified = f"{view.schema_name}.{view.name}"
-        text = transpile_view(view.sql or "", schema=view.schema_name, view=qualified)
+        text = transpile_view(view.sql or "", schema=view.schema_path, view=qualified, nested=nested)
         inner = _plan_refs(reader, parse_query(text), snapshot=reader.snapshot(sid), data_path=data_path,
                            storage_options=storage_options, depth=depth + 1, cache=cache)
         inner.view, inner.column_aliases = qualified, view_column_aliases(view.column_aliases)

@@ -6,14 +6,15 @@ import datetime as dt
 import difflib
 import re
 import struct
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, SqlglotError
 
+from ducklake_cli.catalog.names import shown_path
 from ducklake_cli.engine.planning.dialect import DIALECT, one_line, quiet_sqlglot, sql_text, syntax_message
 from ducklake_cli.engine.planning.feed_sql import FeedRef, feed_nodes, feed_ref
 from ducklake_cli.engine.planning.predicates import Op, Predicate
@@ -45,6 +46,8 @@ class TableRef:
     name: str
     version: int | None = None
     timestamp: str | None = None
+    # every part as written (catalog included; DuckLake 1.1 nests schemas); past three parts `schema` holds them all
+    parts: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def qualified(self) -> str:
@@ -52,9 +55,28 @@ class TableRef:
         return f"{self.schema or 'main'}.{self.name}"
 
     @property
+    def dotted(self) -> str:
+        """Every part as written (`main.` added to a bare name), quoted where a part holds a dot or a quote: what
+        `MetadataReader.find_table` resolves, nested schemas included."""
+        path = self.parts or (*((self.catalog,) if self.catalog else ()), self.schema or "main", self.name)
+        return shown_path(path if len(path) > 1 else ("main", *path), quote=True)
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        """Every part as written."""
+        return self.parts or (*((self.catalog,) if self.catalog else ()), *((self.schema,) if self.schema else ()),
+                              self.name)
+
+    @property
     def key(self) -> tuple[str, str, int | None, str | None]:
-        """Identity of the scan behind one temp view: case-folded name plus time travel, catalog ignored."""
+        """Case-folded `(schema, name)` plus time travel, catalog ignored (what `bind_tables` is given)."""
         return ((self.schema or "main").lower(), self.name.lower(), self.version, self.timestamp)
+
+    @property
+    def ident(self) -> tuple[tuple[str, ...], int | None, str | None]:
+        """Identity of the scan behind one temp view: every case-folded part plus time travel (`a.b.t` on 1.1 is
+        not `b.t`)."""
+        return tuple(p.lower() for p in self.path), self.version, self.timestamp
 
 
 @dataclass(frozen=True)
@@ -67,9 +89,9 @@ class ParsedQuery:
 
     def table_refs(self) -> list[TableRef]:
         """Distinct lake tables read (by `key`), in order of appearance; CTEs, functions and subqueries excluded."""
-        seen: dict[tuple[str, str, int | None, str | None], TableRef] = {}
+        seen: dict[tuple[tuple[str, ...], int | None, str | None], TableRef] = {}
         for ref in map(_ref, _table_nodes(self.tree, self.bound)):
-            seen.setdefault(ref.key, ref)
+            seen.setdefault(ref.ident, ref)
         return list(seen.values())
 
     def feed_refs(self) -> list[FeedRef]:
@@ -83,7 +105,8 @@ class ParsedQuery:
         temp views in `feed_views`."""
         tree = self.tree.copy()
         feeds = list(feed_nodes(tree))
-        _retarget(tree, {ref.key: name for ref, name in views.items()}, self.bound, every=True)
+        by_ident = {ref.ident: name for ref, name in views.items()}
+        _retarget(tree, lambda ref: by_ident.get(ref.ident), self.bound, every=True)
         for node in feeds:  # after the tables: a feed node renamed to its view looks like a table
             feed = feed_ref(node)
             if not feed_views or feed not in feed_views:
@@ -98,7 +121,7 @@ class ParsedQuery:
         """Filters that hold for every row any reading of `ref` keeps; the caller ignores unknown columns."""
         common: list[Predicate] | None = None
         for node in _table_nodes(self.tree, self.bound):
-            if _ref(node).key != ref.key:
+            if _ref(node).ident != ref.ident:
                 continue
             found = _predicates(node)
             common = found if common is None else [p for p in common if p in found]
@@ -118,7 +141,7 @@ class ParsedQuery:
             return None
         if not (isinstance(count.this, exp.Star) or count.this == exp.Literal.number(1)):
             return None
-        if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
+        if not isinstance(table, exp.Table) or not isinstance(table.this, (exp.Identifier, exp.Dot)):
             return None
         return _ref(table) if not _used(table) - {"this", "db", "catalog", "alias", "version"} else None
 
@@ -141,29 +164,33 @@ def bind_tables(sql: str, views: Mapping[tuple[str, str], str], *, bound: frozen
     the virtual `rowid`, which `*` leaves out."""
     parsed = parse_query(sql, bound=bound)
     tree = parsed.tree.copy()
-    _retarget(tree, {(schema, name, None, None): view for (schema, name), view in views.items()}, bound, every=False)
+    by_key: dict[tuple[str, str, int | None, str | None], str] = {
+        (schema, name, None, None): view for (schema, name), view in views.items()}
+    _retarget(tree, lambda ref: by_key.get(ref.key) if len(ref.path) <= 3 else None, bound, every=False)
     _hide_rowid(tree, frozenset(views.values()))
     return tree.sql(dialect=DIALECT)
 
 
-def _retarget(tree: exp.Expr, by_key: Mapping[tuple[str, str, int | None, str | None], str], bound: frozenset[str],
-              *, every: bool) -> None:
-    """Table references whose `TableRef.key` is in `by_key` read that temp view instead, keeping (or adding) the
-    table's alias, and columns qualified `main.t.x` follow; with `every`, a table missing from `by_key` is an error."""
+def _retarget(tree: exp.Expr, lookup: Callable[[TableRef], str | None], bound: frozenset[str], *,
+              every: bool) -> None:
+    """Table references `lookup` gives a temp view read that view instead, keeping (or adding) the table's alias,
+    and columns qualified `main.t.x` follow; with `every`, a table without a view is an error."""
     bare: dict[tuple[str, str], exp.Identifier] = {}  # written name of an unaliased table -> its new name
     for node in list(_table_nodes(tree, bound)):
         ref = _ref(node)
-        if ref.key not in by_key:
+        found = lookup(ref)
+        if found is None:
             if every:
-                raise ValueError(f"no temp view given for table {ref.qualified}")
+                raise ValueError(f"no temp view given for table {ref.dotted}")
             continue
-        view = exp.to_identifier(by_key[ref.key])
+        view = exp.to_identifier(found)
+        own = node.this if isinstance(node.this, exp.Identifier) else node.this.expression  # `a.b.c.t`: a Dot
         if node.args.get("alias") is None and not isinstance(node.parent, exp.Describe):
             if _name_taken(node):  # e.g. `main.t` next to a CTE `t`: keep the view's own name
                 bare.setdefault(_parts(node), view.copy())
             else:
-                bare.setdefault(_parts(node), node.this.copy())
-                node.set("alias", exp.TableAlias(this=node.this.copy()))
+                bare.setdefault(_parts(node), own.copy())
+                node.set("alias", exp.TableAlias(this=own.copy()))
         for arg in ("db", "catalog", "version"):
             node.set(arg, None)
         node.set("this", view)
@@ -241,8 +268,11 @@ def parse_query(sql: str, *, bound: frozenset[str] = frozenset()) -> ParsedQuery
     return ParsedQuery(sql=sql, tree=tree, bound=bound)
 
 
-def transpile_view(sql: str, *, catalog_name: str = "lake", schema: str = "main", view: str | None = None) -> str:
-    """A DuckLake view's DuckDB SQL as Spark SQL; unqualified tables resolve in the view's `schema`, as in DuckDB.
+def transpile_view(sql: str, *, catalog_name: str = "lake", schema: str | tuple[str, ...] = "main",
+                   view: str | None = None, nested: bool = False) -> str:
+    """A DuckLake view's DuckDB SQL as Spark SQL; unqualified tables resolve in the view's `schema` (a tuple: the
+    full name of a DuckLake 1.1 nested schema), as in DuckDB. With `nested` (a 1.1 catalog) a name of three parts
+    or more is a schema path, not another catalog's table.
 
     What Spark cannot express fails here with one line naming the construct (raised as `QueryError`).
     """
@@ -254,16 +284,17 @@ def transpile_view(sql: str, *, catalog_name: str = "lake", schema: str = "main"
         raise QueryError(fail + syntax_message(exc)) from None
     if len(statements) != 1 or not isinstance(tree := statements[0], exp.Query):
         raise QueryError(fail + "not a single SELECT")
+    path = (schema,) if isinstance(schema, str) else schema
     for node in list(_table_nodes(tree)):
-        if node.catalog and node.catalog != _LAKE:
+        if node.catalog and node.catalog != _LAKE and not nested:
             raise QueryError(fail + f"it reads catalog {node.catalog}, outside the lake")
         if node.db == _LAKE and not node.catalog:  # DuckDB's `catalog.table` means the catalog's `main`
             node.set("db", exp.to_identifier("main"))
             node.set("catalog", exp.to_identifier(catalog_name))
-        elif node.catalog:
+        elif node.catalog == _LAKE:
             node.set("catalog", exp.to_identifier(catalog_name))
         elif not node.db:
-            node.set("db", exp.to_identifier(schema))
+            _qualify(node, path)
         _time_travel(node, fail)
     for col in tree.find_all(exp.Column):  # `{DUCKLAKE_CATALOG}.t.x` -> `t.x`
         if _LAKE in (col.text("db"), col.text("catalog")):
@@ -286,6 +317,26 @@ def transpile_view(sql: str, *, catalog_name: str = "lake", schema: str = "main"
         return tree.sql(dialect=DIALECT)
     except SqlglotError as exc:
         raise QueryError(fail + one_line(str(exc))) from None
+
+
+def _qualify(node: exp.Table, schema: tuple[str, ...]) -> None:
+    """An unqualified table reference placed in the (possibly nested) schema `schema`."""
+    if len(schema) == 1:
+        node.set("db", exp.to_identifier(schema[0]))
+        return
+    rest: list[exp.Expr] = [exp.to_identifier(p) for p in schema[2:]]
+    if rest:  # `a.b.c.t`: sqlglot keeps the parts past the third in a Dot
+        node.set("this", _dot_chain([*rest, node.this]))
+    node.set("db", exp.to_identifier(schema[1]))
+    node.set("catalog", exp.to_identifier(schema[0]))
+
+
+def _dot_chain(parts: list[exp.Expr]) -> exp.Expr:
+    """`Dot(Dot(a, b), c)` of the parts, as sqlglot parses `a.b.c` past a table's catalog and schema."""
+    out = parts[0]
+    for part in parts[1:]:
+        out = exp.Dot(this=out, expression=part)
+    return out
 
 
 def view_column_aliases(text: str | None) -> list[str]:
@@ -418,7 +469,7 @@ def _table_nodes(root: exp.Expr, bound: frozenset[str] = frozenset()) -> Iterato
                 pending.append((cte.this, frozenset(names | {name}) if with_.recursive else frozenset(names)))
                 names.add(name)
             ctes = frozenset(names)
-        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier) and (
+        if isinstance(node, exp.Table) and isinstance(node.this, (exp.Identifier, exp.Dot)) and (
                 node.args.get("db") is not None or node.name.lower() not in ctes):
             yield node
         pending += [(c, ctes) for c in node.iter_expressions() if c is not with_ and not isinstance(c, exp.Hint)]
@@ -445,8 +496,10 @@ def _ref(node: exp.Table) -> TableRef:
                 raise QueryError(f"TIMESTAMP AS OF needs a literal like '2026-01-01 00:00:00', "
                                  f"got {sql_text(clause.expression)}")
             timestamp = str(given.this)
-    return TableRef(catalog=node.catalog or None, schema=node.db or None, name=node.name,
-                    version=version, timestamp=timestamp)
+    parts = tuple(i.name for i in node.parts)
+    schema = shown_path(parts[1:-1], quote=True) if len(parts) > 3 else node.db or None  # `a.b.c.t`: `b.c`
+    return TableRef(catalog=node.catalog or None, schema=schema, name=node.name, version=version,
+                    timestamp=timestamp, parts=parts)
 
 
 def _name_taken(node: exp.Table) -> bool:
