@@ -127,16 +127,10 @@ def old_positions(f: TargetFile, storage_options: Mapping[str, Any]) -> tuple[li
     return [pos[i] for i in order], [snaps[i] for i in order]
 
 
-def write_delete_file(table_dir: str, data_file: str, positions: Sequence[int], snapshots: Sequence[int] | None,
-                      storage_options: Mapping[str, Any]) -> tuple[str, int, int]:
-    """A delete file for one data file (spec §3.7), with the snapshot column when `snapshots` is given (a partial
-    delete file): `(path relative to table_dir, size, footer size)`. `positions` are sorted."""
-    return write_parquet_delete(table_dir, data_file, positions, snapshots, storage_options)[:3]
-
-
 def write_parquet_delete(table_dir: str, data_file: str, positions: Sequence[int], snapshots: Sequence[int] | None,
                          storage_options: Mapping[str, Any]) -> tuple[str, int, int, int]:
-    """`write_delete_file`, also returning the file's row groups (DuckLake 1.1's `row_group_count`)."""
+    """A Parquet delete file for one data file (spec §3.7), with the snapshot column when `snapshots` is given (a
+    partial delete file): `(path relative to table_dir, size, footer size, row groups)`. `positions` are sorted."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -144,12 +144,20 @@ class FlushPlan(Plan):
         """The confirmation question."""
         return self.report().headline().replace("would ", "") + " — go ahead?"
 
+    def _puffin(self, lake: Lake, d: DeletionBatch) -> bool:
+        """DuckLake 1.1 with `write_deletion_vectors`: inlined deletions flush into Puffin files, as DuckDB 2.0's
+        flush does; Parquet otherwise (1.0: always)."""
+        from ducklake_cli.catalog import options as lake_options
+
+        return lake.v11 and lake_options.flag(self.ctx.meta, "write_deletion_vectors", table_id=d.table.table_id,
+                                              schema_id=d.table.schema_id)
+
     def apply(self, lake: Lake) -> FlushReport:
         """Write the files, then commit one snapshot; files written for a commit that fails are removed."""
         written: list[str] = []
         try:
             flushed = [f for b in self.batches for f in self._write(lake, b, written)]
-            deletes = [w for d in self.deletions for w in _write_deletions(lake, d, written)]
+            deletes = [w for d in self.deletions for w in _write_deletions(lake, d, written, self._puffin(lake, d))]
             build = functools.partial(self._commit, flushed=flushed, deletes=deletes)
             snapshot = lake.commit(build)
         except BaseException:
@@ -188,7 +196,7 @@ class FlushPlan(Plan):
 
         from ducklake_cli.catalog.inlined import decode_inlined
         from ducklake_cli.catalog.types import ROW_ID_COLUMN, SNAPSHOT_ID_COLUMN
-        from ducklake_cli.engine.delete_files import write_delete_file
+        from ducklake_cli.engine.delete_files import write_parquet_delete
         from ducklake_cli.engine.parquet_files import file_from_json, write_batches
         from ducklake_cli.storage.files import filesystem
 
@@ -222,8 +230,8 @@ class FlushPlan(Plan):
             gone = [(pos, int(end)) for pos, end in enumerate(versions) if end is not None]
             delete = None
             if gone:  # rows already deleted: a delete file tagging each with the snapshot that ended it
-                delete = write_delete_file(tdir, tdir + f.path, [p for p, _ in gone], [e for _, e in gone],
-                                           dict(lake.storage_options))
+                delete = write_parquet_delete(tdir, tdir + f.path, [p for p, _ in gone], [e for _, e in gone],
+                                              dict(lake.storage_options))
                 written.append(tdir + delete[0])
             out.append(_Flushed(b, f, min(snaps), max(snaps), tuple(gone), min(ids), delete))
         return out
@@ -271,16 +279,18 @@ class FlushPlan(Plan):
                 drop_delete_file(tx, tid, x.file.old.delete_file_id,
                                  relative_to_root(file_path(x.batch.table_dir, x.file.old), self.ctx.data_path))
             add_delete_file(tx, tid, x.file.data.data_file_id, path=x.path, count=x.count, size=x.size,
-                            footer=x.footer, begin_snapshot=x.begin, partial_max=x.end)
+                            footer=x.footer, begin_snapshot=x.begin, partial_max=x.end, fmt=x.fmt,
+                            row_groups=x.row_groups)
         for d in self.deletions:
             clear_inlined_file_deletes(tx, d.table.table_id)
             tx.change("deleted_from_table", d.table.table_id)
         for w, fid in zip(flushed, ids, strict=True):
             if w.delete is not None:
-                rel, size, footer = w.delete
+                rel, size, footer, groups = w.delete
                 # DuckDB leaves partial_max NULL here; readers take each position's snapshot from the file
                 add_delete_file(tx, w.batch.table.table_id, fid, path=rel, count=len(w.deleted), size=size,
-                                footer=footer, begin_snapshot=min(s for _, s in w.deleted), partial_max=None)
+                                footer=footer, begin_snapshot=min(s for _, s in w.deleted), partial_max=None,
+                                row_groups=groups)
         for b in self.batches:
             delete_inlined_rows(tx, b.inlined.table_name, self.ctx.base_snapshot)
             tx.change("inline_flush", b.table.table_id)
@@ -297,7 +307,7 @@ class _Flushed:
     last: int
     deleted: tuple[tuple[int, int], ...]
     first_row_id: int  # DuckDB records it as the file's row_id_start
-    delete: tuple[str, int, int] | None  # the delete file of rows already deleted: (path, size, footer size)
+    delete: tuple[str, int, int, int] | None  # rows already deleted: (path, size, footer size, row groups)
 
 
 @dataclass(frozen=True)
@@ -312,6 +322,8 @@ class _DeleteWritten:
     count: int
     begin: int  # smallest snapshot among its positions
     end: int  # largest
+    fmt: str  # parquet, or puffin (DuckLake 1.1 with write_deletion_vectors)
+    row_groups: int | None  # a Parquet file's (DuckLake 1.1's row_group_count)
 
 
 def _live_deletes(deletes: Sequence[DeleteFile]) -> dict[int, DeleteFile]:
@@ -324,11 +336,12 @@ def _live_deletes(deletes: Sequence[DeleteFile]) -> dict[int, DeleteFile]:
     return out
 
 
-def _write_deletions(lake: Lake, d: DeletionBatch, written: list[str]) -> list[_DeleteWritten]:
-    """One 3-column delete file per data file: the inlined deletions with their snapshots, merged with the
-    positions of the file's live delete file (tagged with their own snapshots, or the file's `begin_snapshot`);
-    a position in both keeps the inlined deletion's snapshot, as DuckDB's merge does."""
-    from ducklake_cli.engine.delete_files import TargetFile, old_positions, write_delete_file
+def _write_deletions(lake: Lake, d: DeletionBatch, written: list[str], puffin: bool) -> list[_DeleteWritten]:
+    """One 3-column delete file per data file (`puffin`: a Puffin file, one cumulative deletion vector per
+    snapshot): the inlined deletions with their snapshots, merged with the positions of the file's live delete file
+    (tagged with their own snapshots, or the file's `begin_snapshot`); a position in both keeps the inlined
+    deletion's snapshot, as DuckDB's merge does."""
+    from ducklake_cli.engine.delete_files import TargetFile, old_positions, write_parquet_delete, write_puffin_file
 
     opts = dict(lake.storage_options)
     out = []
@@ -341,9 +354,14 @@ def _write_deletions(lake: Lake, d: DeletionBatch, written: list[str]) -> list[_
                 merged.setdefault(pos, snap)
         positions = sorted(merged)
         snaps = [merged[p] for p in positions]
-        rel, size, footer = write_delete_file(d.table_dir, f.path, positions, snaps, opts)
+        groups: int | None = None
+        if puffin:
+            rel, size, footer = write_puffin_file(d.table_dir, f.path, positions, snaps, opts)
+        else:
+            rel, size, footer, groups = write_parquet_delete(d.table_dir, f.path, positions, snaps, opts)
         written.append(d.table_dir + rel)
-        out.append(_DeleteWritten(d, f, rel, size, footer, len(positions), min(snaps), max(snaps)))
+        out.append(_DeleteWritten(d, f, rel, size, footer, len(positions), min(snaps), max(snaps),
+                                  "puffin" if puffin else "parquet", groups))
     return out
 
 

@@ -194,12 +194,12 @@ class RestorePlan(Plan):
 
             delete_files(written, lake.storage_options)
             raise
-        paths = {fid: self.table_dir + rel for fid, (rel, _, _, _) in staged.deletes.items()}
+        paths = {fid: self.table_dir + rel for fid, (rel, *_) in staged.deletes.items()}
         return fresh._report(dry_run=False, snapshot_id=snapshot, written=paths)
 
     def _write_files(self, lake: Lake, written: list[str]) -> _Staged:
         """Copy the files that come back and write the new delete files (their data files' full paths inside)."""
-        from ducklake_cli.engine.delete_files import write_delete_file
+        from ducklake_cli.engine.delete_files import write_parquet_delete
 
         opts = dict(lake.storage_options)
         staged = _Staged()
@@ -210,12 +210,12 @@ class RestorePlan(Plan):
             written.append(self.table_dir + rel)
             staged.copies[c.source.data_file_id] = rel
             if c.positions:
-                out = write_delete_file(self.table_dir, self.table_dir + rel, list(c.positions), None, opts)
+                out = write_parquet_delete(self.table_dir, self.table_dir + rel, list(c.positions), None, opts)
                 written.append(self.table_dir + out[0])
                 staged.copy_deletes[c.source.data_file_id] = (*out, len(c.positions))
         for r in self.redeletes:
             if r.positions:
-                out = write_delete_file(self.table_dir, r.path, list(r.positions), None, opts)
+                out = write_parquet_delete(self.table_dir, r.path, list(r.positions), None, opts)
                 written.append(self.table_dir + out[0])
                 staged.deletes[r.data.data_file_id] = (*out, len(r.positions))
         return staged
@@ -235,12 +235,12 @@ class RestorePlan(Plan):
             new_id = cr.copy_data_file(tx, c.source, path=staged.copies[c.source.data_file_id],
                                        path_is_relative=True)
             if c.source.data_file_id in staged.copy_deletes:
-                rel, size, footer, count = staged.copy_deletes[c.source.data_file_id]
+                rel, size, footer, groups, count = staged.copy_deletes[c.source.data_file_id]
                 add_delete_file(tx, tid, new_id, path=rel, count=count, size=size, footer=footer,
-                                begin_snapshot=tx.snapshot_id, partial_max=None)
-        for fid, (rel, size, footer, count) in staged.deletes.items():
+                                begin_snapshot=tx.snapshot_id, partial_max=None, row_groups=groups)
+        for fid, (rel, size, footer, groups, count) in staged.deletes.items():
             add_delete_file(tx, tid, fid, path=rel, count=count, size=size, footer=footer,
-                            begin_snapshot=tx.snapshot_id, partial_max=None)
+                            begin_snapshot=tx.snapshot_id, partial_max=None, row_groups=groups)
             tx.change("deleted_from_table", tid)
         for change in self.inlined:
             cr.restore_inlined(tx, tid, change, self.target)
@@ -277,11 +277,11 @@ def _refuse_changed(kinds: Sequence[str], table: TableInfo) -> None:
 @dataclass
 class _Staged:
     """Files written before the commit: copies (source id → relative path) and new delete files (data file id →
-    relative path, size, footer size, positions)."""
+    relative path, size, footer size, row groups, positions)."""
 
     copies: dict[int, str] = field(default_factory=dict)
-    copy_deletes: dict[int, tuple[str, int, int, int]] = field(default_factory=dict)
-    deletes: dict[int, tuple[str, int, int, int]] = field(default_factory=dict)
+    copy_deletes: dict[int, tuple[str, int, int, int, int]] = field(default_factory=dict)
+    deletes: dict[int, tuple[str, int, int, int, int]] = field(default_factory=dict)
 
 
 def _copy_name(path: str) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ducklake_cli.engine.delete_files import DeleteJob, TargetFile, outcomes, write_delete_file
+from ducklake_cli.engine.delete_files import DeleteJob, TargetFile, outcomes, write_parquet_delete
 
 
 def _job(tmp_path: Path, files: dict[int, TargetFile], limit: int = 10) -> DeleteJob:
@@ -28,7 +28,7 @@ def test_first_delete_file_has_two_columns(tmp_path: Path) -> None:
 
 
 def test_second_delete_file_keeps_old_positions_with_their_snapshot(tmp_path: Path) -> None:
-    rel, _, _ = write_delete_file(str(tmp_path) + "/", "/d/f.parquet", list(range(20)), None, {})
+    rel, _, _, _ = write_parquet_delete(str(tmp_path) + "/", "/d/f.parquet", list(range(20)), None, {})
     f = TargetFile(1, "/d/f.parquet", 100, str(tmp_path / rel), "parquet", 4)
     (o,) = outcomes(f, {0: list(range(30, 45))}, _job(tmp_path, {1: f}))
     assert (o.kind, o.deleted, o.count, o.begin_snapshot, o.partial_max) == ("file", 15, 35, 4, 7)
@@ -38,7 +38,7 @@ def test_second_delete_file_keeps_old_positions_with_their_snapshot(tmp_path: Pa
 
 
 def test_file_with_every_row_deleted_is_ended(tmp_path: Path) -> None:
-    rel, _, _ = write_delete_file(str(tmp_path) + "/", "/d/f.parquet", list(range(40)), None, {})
+    rel, _, _, _ = write_parquet_delete(str(tmp_path) + "/", "/d/f.parquet", list(range(40)), None, {})
     f = TargetFile(1, "/d/f.parquet", 100, str(tmp_path / rel), "parquet", 4)
     (o,) = outcomes(f, {0: list(range(40, 100))}, _job(tmp_path, {1: f}))
     assert o.kind == "end"
