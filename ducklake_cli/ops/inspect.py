@@ -49,7 +49,7 @@ class LakeSummary:
     backend: str
     format_version: str
     attached_by: str  # DuckDB releases that attach the catalog as it is
-    needs_migration: bool  # for DuckDB 1.5.2+ and for writing with this tool
+    needs_migration: bool  # for writing with this tool (and for DuckDB 1.5.2+ unless it is 1.1-dev1)
     data_path: str
     created_by: str | None
     snapshot_id: int
@@ -69,7 +69,8 @@ class LakeSummary:
         facts = (
             ("catalog", self.catalog), ("backend", self.backend), ("format version", self.format_version),
             ("attached by", self.attached_by),
-            ("needs migration", "yes: run `ducklake upgrade`" if self.needs_migration else "no"),
+            ("needs migration", ("yes: run `ducklake upgrade --to 1.1`" if self.format_version == "1.1-dev1" else
+                                 "yes: run `ducklake upgrade`") if self.needs_migration else "no"),
             ("data path", self.data_path), ("snapshot", f"{self.snapshot_id} ({self.snapshot_time.isoformat()})"),
             ("schema version", self.schema_version), ("snapshots", self.snapshot_count),
             ("tables", len(self.tables)), ("views", ", ".join(self.views) or "-"),
