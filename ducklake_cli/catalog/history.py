@@ -354,17 +354,33 @@ def _inlined_rows(conn: Connection, backend: Backend, wanted: set[int] | None) -
     return out
 
 
-TableNames = dict[int, list[tuple[int, str, str]]]  # table id → (begin_snapshot, schema name, table name), oldest first
+TableNames = dict[int, list[tuple[int, str | None, str]]]  # table id → (begin_snapshot, schema name, table name), oldest first
 
 
 def table_names(conn: Connection, backend: Backend) -> TableNames:
     """Every name each table had (renames and drops included), to label metrics at any snapshot."""
+    from ducklake_cli.catalog.names import shown_path
+
     q = backend.qualify
+    nested = "parent_schema_id" in backend.column_names(conn, "ducklake_schema")  # DuckLake 1.1: full paths
+    schemas: dict[int, tuple[str, int | None]] = {}
+    for sid, name, parent in conn.exec_driver_sql(
+            f"SELECT schema_id, schema_name, {'parent_schema_id' if nested else 'NULL'} FROM {q('ducklake_schema')} "
+            "ORDER BY begin_snapshot"):
+        schemas[int(sid)] = (str(name), None if parent is None else int(parent))
+
+    def path(sid: int | None) -> str | None:
+        parts: list[str] = []
+        while sid is not None and sid in schemas and len(parts) <= len(schemas):
+            parts.insert(0, schemas[sid][0])
+            sid = schemas[sid][1]
+        return shown_path(parts, quote=nested) if parts else None
+
     out: TableNames = defaultdict(list)
-    for tid, begin, schema_name, table_name in conn.exec_driver_sql(
-            f"SELECT t.table_id, t.begin_snapshot, s.schema_name, t.table_name FROM {q('ducklake_table')} t "
-            f"LEFT JOIN {q('ducklake_schema')} s ON s.schema_id = t.schema_id ORDER BY t.table_id, t.begin_snapshot"):
-        out[int(tid)].append((int(begin), schema_name, table_name))
+    for tid, begin, schema_id, table_name in conn.exec_driver_sql(
+            f"SELECT table_id, begin_snapshot, schema_id, table_name FROM {q('ducklake_table')} "
+            "ORDER BY table_id, begin_snapshot"):
+        out[int(tid)].append((int(begin), path(None if schema_id is None else int(schema_id)), table_name))
     return out
 
 
