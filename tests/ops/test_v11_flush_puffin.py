@@ -7,14 +7,23 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
-from tests.support.cli import run_cli
+from tests.support.cli import run_main
+
+pytestmark = pytest.mark.spark
 
 
-def _lake(tmp_path: Path, *, vectors: bool) -> str:
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    code, out, err = run_main(capsys, *args)
+    assert code == 0, (args, err)
+    return out
+
+
+def _lake(capsys: pytest.CaptureFixture[str], tmp_path: Path, *, vectors: bool) -> str:
     catalog = str(tmp_path / "c.sqlite")
     steps = [("create-catalog", catalog, "--data-path", str(tmp_path / "data"), "--format-version", "1.1"),
              ("query", catalog, "CREATE TABLE t AS SELECT id AS i FROM range(100)")]
@@ -23,19 +32,14 @@ def _lake(tmp_path: Path, *, vectors: bool) -> str:
     steps += [("query", catalog, "DELETE FROM t WHERE i < 3"),  # inlined file deletions, two snapshots
               ("query", catalog, "DELETE FROM t WHERE i BETWEEN 50 AND 51")]
     for args in steps:
-        done = run_cli(*args)
-        assert done.returncode == 0, (args, done.stderr)
+        _cli(capsys, *args)
     return catalog
 
 
-def _counts(catalog: str, snapshots: list[int]) -> list[str]:
-    out = []
-    for sid in snapshots:
-        got = run_cli("query", catalog, f"SELECT count(*) AS n, sum(i) AS s FROM t VERSION AS OF {sid}",
-                      "--format", "csv")
-        assert got.returncode == 0, got.stderr
-        out.append(got.stdout.strip().splitlines()[-1])
-    return out
+def _counts(capsys: pytest.CaptureFixture[str], catalog: str, snapshots: list[int]) -> str:
+    return _cli(capsys, "query", catalog, " UNION ALL ".join(
+        f"SELECT {sid} AS snap, count(*) AS n, sum(i) AS s FROM t VERSION AS OF {sid}" for sid in snapshots),
+        "--format", "csv")
 
 
 def _delete_rows(catalog: str) -> list[tuple[object, ...]]:
@@ -47,18 +51,17 @@ def _delete_rows(catalog: str) -> list[tuple[object, ...]]:
         con.close()
 
 
-@pytest.mark.spark
 @pytest.mark.parametrize("vectors", [True, False])
-def test_flushed_deletions_on_1_1(tmp_path: Path, vectors: bool) -> None:
-    catalog = _lake(tmp_path, vectors=vectors)
+def test_flushed_deletions_on_1_1(tmp_path: Path, vectors: bool, spark: Any,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    catalog = _lake(capsys, tmp_path, vectors=vectors)
     con = sqlite3.connect(catalog)
     snapshots = [int(r[0]) for r in con.execute("SELECT snapshot_id FROM ducklake_snapshot WHERE snapshot_id > 0 "
                                                 "ORDER BY snapshot_id")]
     con.close()
-    before = _counts(catalog, snapshots)
-    flushed = run_cli("maintain", "flush", catalog, "--yes")
-    assert flushed.returncode == 0, flushed.stderr
-    assert _counts(catalog, snapshots) == before
+    before = _counts(capsys, catalog, snapshots)
+    _cli(capsys, "maintain", "flush", catalog, "--yes")
+    assert _counts(capsys, catalog, snapshots) == before
     (fmt, begin, partial_max, count, footer, groups, path), = _delete_rows(catalog)
     table_dir = tmp_path / "data" / "main" / "t"
     if vectors:
@@ -70,17 +73,15 @@ def test_flushed_deletions_on_1_1(tmp_path: Path, vectors: bool) -> None:
         assert groups == pq.ParquetFile(table_dir / str(path)).metadata.num_row_groups
 
 
-@pytest.mark.spark
-def test_restore_records_the_row_groups_of_its_delete_files(tmp_path: Path) -> None:
+def test_restore_records_the_row_groups_of_its_delete_files(tmp_path: Path, spark: Any,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
     catalog = str(tmp_path / "c.sqlite")
     for args in (("create-catalog", catalog, "--data-path", str(tmp_path / "data"), "--format-version", "1.1"),
                  ("query", catalog, "CREATE TABLE t AS SELECT id AS i FROM range(100)"),
                  ("query", catalog, "DELETE FROM t WHERE i < 40"),
                  ("query", catalog, "DELETE FROM t WHERE i >= 80")):
-        done = run_cli(*args)
-        assert done.returncode == 0, (args, done.stderr)
-    restored = run_cli("restore", catalog, "t", "--to-snapshot", "2", "--yes")
-    assert restored.returncode == 0, restored.stderr
+        _cli(capsys, *args)
+    _cli(capsys, "restore", catalog, "t", "--to-snapshot", "2", "--yes")
     rows = [r for r in _delete_rows(catalog) if r[0] == "parquet"]
     assert rows and all(r[5] == pq.ParquetFile(tmp_path / "data" / "main" / "t" / str(r[6])).metadata.num_row_groups
                         for r in rows)

@@ -30,6 +30,7 @@ from tests.support.ducklakepy import (
 )
 from tests.support.oracle import oracle_connect
 from tests.support.spot import ORACLE_BACKENDS, Spot
+from tests.support.tiers import backend_params
 
 # A 1.0 lake with rows in files and inlined (limit 5), delete files and inlined deletions, an update, added and
 # renamed columns (new inlined-data tables), nested and temporal types, a partitioned table, a second schema and a
@@ -106,7 +107,7 @@ def _catalog(spot: Spot, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         return [d.name for d in cur.description or ()], cur.fetchall()
 
 
-@pytest.mark.parametrize("spot", ORACLE_BACKENDS, indirect=True)
+@pytest.mark.parametrize("spot", backend_params(ORACLE_BACKENDS, default=("sqlite",)), indirect=True)
 def test_migrate_to_1_1_and_read_every_snapshot(spot: Spot) -> None:
     before = _build(spot)
     storage = duckdb_file_storage(Path(spot.catalog)) if spot.backend == "duckdb" else None
