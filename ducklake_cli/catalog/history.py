@@ -354,7 +354,8 @@ def _inlined_rows(conn: Connection, backend: Backend, wanted: set[int] | None) -
     return out
 
 
-TableNames = dict[int, list[tuple[int, str | None, str]]]  # table id → (begin_snapshot, schema name, table name), oldest first
+# table id → (begin_snapshot, schema's full name, table name), oldest first
+TableNames = dict[int, list[tuple[int, str | None, str]]]
 
 
 def table_names(conn: Connection, backend: Backend) -> TableNames:

@@ -4,23 +4,18 @@ our runtime dependency allows (the main venv keeps 1.5.5 as the oracle).
 Built once per machine in `${XDG_CACHE_HOME:-~/.cache}/ducklake-cli/duckdb2-venv` (~20 s, from the registry pip is
 configured with) and reused while its key (Python version, requirements) is unchanged. Our package is not installed
 there: each command runs this checkout's code through PYTHONPATH, so a venv built from another checkout is never
-stale. The xdist workers share one build through an fcntl lock; the marker holding the key is written last, so a
-half-built venv is never used.
+stale. Built and shared by `tests/support/venvs.cached_venv`.
 """
 
 from __future__ import annotations
 
-import fcntl
 import importlib.metadata
-import json
 import os
-import shutil
 import subprocess
-import sys
-import venv
 from pathlib import Path
 
 from tests.support.cli import REPO
+from tests.support.venvs import cached_venv
 
 DUCKDB2 = "duckdb==2.0.1"
 # What `ducklake_cli.catalog` and the metadata commands (create-catalog, query DDL, options, inspect, copy-catalog)
@@ -28,43 +23,13 @@ DUCKDB2 = "duckdb==2.0.1"
 _RUNTIME = ("duckdb-engine", "sqlalchemy", "typer", "rich", "click", "pyarrow", "sqlglot", "fsspec", "pytz")
 
 
-def venv_dir() -> Path:
-    """Where the venv lives."""
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "ducklake-cli" / "duckdb2-venv"
-
-
 def _requirements() -> list[str]:
     return [DUCKDB2, *(f"{name}=={importlib.metadata.version(name)}" for name in _RUNTIME)]
 
 
-def _key() -> str:
-    return json.dumps({"python": sys.version, "requirements": _requirements()}, sort_keys=True)
-
-
 def duckdb2_python() -> Path:
     """The venv's interpreter, building the venv first when it is missing or its key changed."""
-    root = venv_dir()
-    python, marker = root / "bin" / "python", root / "ready.json"
-    key = _key()
-    if marker.is_file() and marker.read_text() == key:
-        return python
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with (root.parent / "duckdb2-venv.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be building it: wait, then look again
-        if marker.is_file() and marker.read_text() == key:
-            return python
-        shutil.rmtree(root, ignore_errors=True)
-        venv.EnvBuilder(with_pip=True, clear=True).create(root)
-        pip = subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *_requirements()],
-            capture_output=True, text=True, timeout=900, check=False)
-        if pip.returncode != 0:
-            raise RuntimeError(f"building {root} failed:\n{pip.stdout[-3000:]}\n{pip.stderr[-3000:]}")
-        tmp = marker.with_suffix(".tmp")
-        tmp.write_text(key)
-        tmp.replace(marker)
-    return python
+    return cached_venv("duckdb2-venv", _requirements())
 
 
 def _env() -> dict[str, str]:

@@ -3,10 +3,9 @@ migrate a 1.0 catalog to 1.1 in place, list its schemas and tables, read a table
 
 ducklakepy runs in its own venv, built once per machine in
 ``${XDG_CACHE_HOME:-~/.cache}/ducklake-cli/ducklakepy-venv`` (~10 s, from the registry pip is configured with) and
-reused while its key (Python version, requirements) is unchanged: `cached_venv`, the same lock/marker pattern as
-`tests/support/duckdb2.py`. Each call runs this file as a script in that venv (``python -I``, so this module's own
-name never shadows the package), request as JSON on stdin, result as JSON on stdout. Module-level imports are
-stdlib only for that reason.
+reused while its key (Python version, requirements) is unchanged (`tests/support/venvs.cached_venv`). Each call runs
+this file as a script in that venv (``python -I``, so this module's own name never shadows the package), request as
+JSON on stdin, result as JSON on stdout. Module-level imports are stdlib only for that reason.
 
 Catalogs: a SQLite file, a PostgreSQL URL (``postgresql://…``), or a DuckDB file (``.ducklake``/``.duckdb``).
 ducklakepy itself supports only SQLite and PostgreSQL; a DuckDB file is opened here through duckdb 1.5.5 and
@@ -26,16 +25,13 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import fcntl
 import importlib.metadata
 import json
 import os
-import shutil
 import subprocess
 import sys
 import uuid
-import venv
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,40 +51,10 @@ _TIMEOUT = 300
 # the venv
 
 
-def venv_root() -> Path:
-    """Where the test venvs live: ``${XDG_CACHE_HOME:-~/.cache}/ducklake-cli``."""
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "ducklake-cli"
+def _venv_env() -> dict[str, str]:
+    from tests.support.venvs import clean_env
 
-
-def cached_venv(name: str, requirements: Sequence[str]) -> Path:
-    """The interpreter of the venv ``venv_root()/name`` holding `requirements` (installed with their dependencies from
-    the registry pip is configured with), built first when it is missing or its key (Python version, requirements)
-    changed. xdist workers share one build through an fcntl lock (``name.lock`` beside it); the marker
-    (``ready.json``, holding the key) is written last, so a half-built venv is never used."""
-    root = venv_root() / name
-    python, marker = root / "bin" / "python", root / "ready.json"
-    key = json.dumps({"python": sys.version, "requirements": list(requirements)}, sort_keys=True)
-    if marker.is_file() and marker.read_text() == key:
-        return python
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with (root.parent / f"{name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be building it: wait, then look again
-        if marker.is_file() and marker.read_text() == key:
-            return python
-        shutil.rmtree(root, ignore_errors=True)
-        venv.EnvBuilder(with_pip=False, clear=True).create(root)
-        # This interpreter's pip installs into the new venv (`--python`): no pip bootstrap there (saves seconds).
-        pip = subprocess.run(
-            [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--disable-pip-version-check",
-             *requirements],
-            capture_output=True, text=True, timeout=900, check=False, env=_clean_env())
-        if pip.returncode != 0:
-            raise RuntimeError(f"building {root} failed:\n{pip.stdout[-3000:]}\n{pip.stderr[-3000:]}")
-        tmp = marker.with_suffix(".tmp")
-        tmp.write_text(key)
-        tmp.replace(marker)
-    return python
+    return clean_env()
 
 
 def requirements() -> list[str]:
@@ -98,11 +64,9 @@ def requirements() -> list[str]:
 
 def ducklakepy_python() -> Path:
     """The ducklakepy venv's interpreter (built when missing)."""
+    from tests.support.venvs import cached_venv
+
     return cached_venv("ducklakepy-venv", requirements())
-
-
-def _clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -131,7 +95,7 @@ def catalog_url(catalog: str | os.PathLike[str]) -> str:
 def _call(op: str, catalog: str | os.PathLike[str], **args: Any) -> Any:
     request = {"op": op, "url": catalog_url(catalog), **args}
     done = subprocess.run([str(ducklakepy_python()), "-I", __file__], input=json.dumps(request), capture_output=True,
-                          text=True, timeout=_TIMEOUT, check=False, env=_clean_env())
+                          text=True, timeout=_TIMEOUT, check=False, env=_venv_env())
     lines = done.stdout.strip().splitlines()
     try:
         answer = json.loads(lines[-1]) if lines else {}

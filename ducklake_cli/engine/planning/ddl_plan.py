@@ -69,13 +69,11 @@ class ColumnSpec:
     comment: str | None = None
 
 
-@dataclass(frozen=True)
-class CreateSchema:
-    """CREATE SCHEMA [IF NOT EXISTS] (`outer`: the schemas it is nested in, DuckLake 1.1)."""
+class _SchemaPath:
+    """A schema statement's full name: `outer` holds the schemas it is nested in (DuckLake 1.1)."""
 
     name: str
-    if_not_exists: bool = False
-    outer: tuple[str, ...] = ()
+    outer: tuple[str, ...]
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -89,23 +87,22 @@ class CreateSchema:
 
 
 @dataclass(frozen=True)
-class DropSchema:
+class CreateSchema(_SchemaPath):
+    """CREATE SCHEMA [IF NOT EXISTS]."""
+
+    name: str
+    if_not_exists: bool = False
+    outer: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DropSchema(_SchemaPath):
     """DROP SCHEMA [IF EXISTS] [CASCADE]."""
 
     name: str
     if_exists: bool = False
     cascade: bool = False
     outer: tuple[str, ...] = ()
-
-    @property
-    def path(self) -> tuple[str, ...]:
-        """The full name, outermost first."""
-        return (*self.outer, self.name)
-
-    @property
-    def shown(self) -> str:
-        """The full name as printed."""
-        return shown_path(self.path, quote=len(self.path) > 1)
 
 
 @dataclass(frozen=True)
