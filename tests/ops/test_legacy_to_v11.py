@@ -35,7 +35,7 @@ def pg_urls() -> Iterator[list[str]]:
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize(("release", "backend"), legacy_cases(default={("1.4.4", "postgres"), ("1.3.2", "sqlite")}))
+@pytest.mark.parametrize(("release", "backend"), legacy_cases(default={("1.4.4", "postgres")}))
 def test_an_older_catalog_upgraded_to_1_1_reads_as_duckdbs_migration(
         release: str, backend: str, legacy_lakes: LegacyLakes, spark: object, tmp_path: Path,
         request: pytest.FixtureRequest) -> None:
