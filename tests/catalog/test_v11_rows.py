@@ -13,7 +13,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from ducklake_cli.catalog import schema as s
-from ducklake_cli.catalog.inlined import system_columns
 from ducklake_cli.catalog.models import LeafStats
 from ducklake_cli.catalog.stats import (
     ColumnStats,
@@ -22,6 +21,7 @@ from ducklake_cli.catalog.stats import (
     exact_flag,
     joined_file_stats,
 )
+from ducklake_cli.catalog.versions import system_columns
 from ducklake_cli.catalog.writes import blocks_inlining
 from ducklake_cli.lake import Lake
 from tests.support.cli import run_main
