@@ -9,7 +9,7 @@ from typing import Any
 from ducklake_cli.catalog.create import create_catalog as create_tables
 from ducklake_cli.catalog.schema import FORMAT_VERSION, LATEST_VERSION
 from ducklake_cli.catalog.url import CatalogTarget
-from ducklake_cli.errors import DuckLakeError, InvalidCatalogError
+from ducklake_cli.errors import DuckLakeError, InvalidCatalogError, UsageError
 from ducklake_cli.lake import Lake
 from ducklake_cli.ops.results import Section
 from ducklake_cli.storage.files import ensure_dir, split_protocol
@@ -53,7 +53,8 @@ def create_catalog(target: CatalogTarget, *, data_path: str, version: str = FORM
     """Create the catalog tables and initial rows of DuckLake `version` (1.0 or 1.1) in one transaction; refuse to
     touch an existing catalog."""
     if version not in FORMAT_VERSIONS:
-        raise InvalidCatalogError(f"--format-version must be one of {', '.join(FORMAT_VERSIONS)}, not {version!r}")
+        raise UsageError(f"--format-version must be one of {', '.join(FORMAT_VERSIONS)}, not {version!r}; nothing "
+                         "was created")
     if not data_path.strip():
         raise InvalidCatalogError("--data-path must not be empty")
     root = normalise_data_path(data_path)

@@ -282,3 +282,19 @@ def test_repair_struct_field_defaults_and_retyped_bounds(tmp_path: Path) -> None
     for table in ("ducklake_table_column_stats", "ducklake_file_column_stats"):
         bounds = run_sql(catalog, f"SELECT column_id, min_value, max_value FROM {table} ORDER BY column_id")
         assert [tuple(r) for r in bounds] == [(4, None, None), (5, "0.1", "0.9")], table
+
+
+def test_create_catalog_makes_1_0_or_1_1(tmp_path: Path) -> None:
+    for version, tables in (("1.0", 28), ("1.1", 29)):
+        catalog = str(tmp_path / f"c{version}.sqlite")
+        made = run_cli("create-catalog", catalog, "--data-path", str(tmp_path / "d"), "--format-version", version,
+                       "--format", "json")
+        assert made.returncode == 0 and json.loads(made.stdout)["format_version"] == version, made.stderr
+        assert version_of(catalog) == version
+        assert len([n for n in dump(catalog) if n.startswith("ducklake_")]) == tables
+    assert run_cli("create-catalog", str(tmp_path / "plain.sqlite"), "--data-path", str(tmp_path / "d")).returncode == 0
+    assert version_of(str(tmp_path / "plain.sqlite")) == "1.0"
+    refused = run_cli("create-catalog", str(tmp_path / "x.sqlite"), "--data-path", str(tmp_path / "d"),
+                      "--format-version", "2.0")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "1.0, 1.1" in refused.stderr
+    assert not (tmp_path / "x.sqlite").exists()
