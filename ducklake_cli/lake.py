@@ -55,12 +55,11 @@ class LakeReader(MetadataReader):
 
 
 def _check_v11_layout(conn: Connection, backend: Backend, version: str) -> None:
-    """A 1.1 version string does not prove 1.1's tables (a nightly build's `1.1-dev1` grew them over time; a fork
-    wrote `1.1` before they existed): read such a catalog only when it has every table and column of 1.1."""
-    from ducklake_cli.catalog.migrate import missing_columns
+    """Read a 1.1 or 1.1-dev1 catalog only when it has every table and column 1.1 adds (`migrate.missing_v11`)."""
+    from ducklake_cli.catalog.migrate import missing_v11
     from ducklake_cli.errors import UnsupportedVersionError
 
-    missing = missing_columns(conn, backend, "1.1")
+    missing = missing_v11(conn, backend)
     if missing:
         raise UnsupportedVersionError(
             f"{backend.target.display()} says DuckLake {version} but lacks {', '.join(missing[:4])} (a nightly "

@@ -17,7 +17,14 @@ from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.backends import Backend, backend_for
 from ducklake_cli.catalog.create import create_table_sql
 from ducklake_cli.catalog.inlined import stored_type, to_duckdb_text
-from ducklake_cli.catalog.migrate import add_v11_tables, catalog_layout, check_layout, migrate, missing_columns
+from ducklake_cli.catalog.migrate import (
+    add_v11_tables,
+    catalog_layout,
+    check_layout,
+    effective_version,
+    migrate,
+    missing_v11,
+)
 from ducklake_cli.catalog.models import ColumnInfo
 from ducklake_cli.catalog.queries import FileQueries, as_bool
 from ducklake_cli.catalog.reader import MetadataReader
@@ -103,8 +110,7 @@ def plan_copy(conn: Connection, backend: Backend, *, spec_only: bool = False) ->
     if refused is not None:
         raise refused
     assert version is not None
-    if version == s.LATEST_VERSION and missing_columns(conn, backend, version):
-        version = "1.1-dev1"  # a fork's `1.1` without 1.1's columns: copied as the nightly catalog it is
+    version = effective_version(conn, backend, version)  # a fork's column-less `1.1` is copied as a 1.1-dev1
     check_layout(conn, backend, version)
     present = backend.list_tables(conn)
     t = s.metadata_t
@@ -114,7 +120,8 @@ def plan_copy(conn: Connection, backend: Backend, *, spec_only: bool = False) ->
     plan = CopyPlan(version, spec_layout, (), tuple(deletes), old_root)
     if spec_only:
         return plan
-    if version in IN_PLACE and not missing_columns(conn, backend, "1.1" if is_v11(version) else version):
+    # 1.0 and 1.1 passed check_layout; a 1.1-dev1 is read in place only with every 1.1 addition.
+    if version in IN_PLACE and (version != "1.1-dev1" or not missing_v11(conn, backend)):
         inlined = plan_inlined(conn, backend, conn, backend, present)
     else:
         with tempfile.TemporaryDirectory(prefix="ducklake-plan-") as tmp:

@@ -39,7 +39,7 @@ from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.backends import Backend
 from ducklake_cli.catalog.paths import table_dir
 from ducklake_cli.catalog.types import SNAPSHOT_ID_COLUMN, SNAPSHOT_ID_FIELD_ID
-from ducklake_cli.catalog.versions import system_columns
+from ducklake_cli.catalog.versions import read_version, system_columns
 
 _INLINED_DELETE = re.compile(re.escape(s.INLINED_DELETE_PREFIX) + r"(\d+)$")
 _REWRITE = re.compile(r"rewrite_delete:(\d+)")
@@ -329,6 +329,7 @@ def _inlined_delete_rows(conn: Connection, backend: Backend,
 def _inlined_rows(conn: Connection, backend: Backend, wanted: set[int] | None) -> list[tuple[int, int, int, int]]:
     """`(table id, snapshot, inlined rows inserted, inlined rows ended)` over every inlined-data table."""
     existing = backend.list_tables(conn)
+    version = read_version(conn, backend)  # names the system columns (probed per table only on a 1.1-dev1)
     t = backend.qualify("ducklake_inlined_data_tables")
     out = []
     # A dropped table's live inlined rows keep no end_snapshot: they go with the table.
@@ -340,7 +341,7 @@ def _inlined_rows(conn: Connection, backend: Backend, wanted: set[int] | None) -
         if name not in existing or (wanted is not None and int(tid) not in wanted):
             continue
         q = backend.qualify(name)
-        _, begin, end = system_columns(conn, backend, None, name)  # probed: 1.0's or 1.1's names
+        _, begin, end = system_columns(conn, backend, version, name)
         for snap, n in conn.exec_driver_sql(f"SELECT {begin}, count(*) FROM {q} GROUP BY {begin}").all():
             out.append((int(tid), int(snap), int(n), 0))
         for snap, n in conn.exec_driver_sql(f"SELECT {end}, count(*) FROM {q} WHERE {end} IS NOT NULL "

@@ -526,6 +526,26 @@ def missing_columns(conn: Connection, backend: Backend, version: str) -> list[st
     return out
 
 
+def missing_v11(conn: Connection, backend: Backend) -> list[str]:
+    """`table.column` (or `table`) of what DuckLake 1.1 adds that the catalog lacks: a 1.1 version string does not
+    prove them (a nightly's `1.1-dev1` grew them over time; a fork wrote `1.1` before they existed). Probes only the
+    tables 1.1 changes."""
+    present = backend.list_tables(conn)
+    out: list[str] = []
+    wanted: dict[str, list[str]] = {}
+    for table, column, _ in s.V11_COLUMNS:
+        wanted.setdefault(table, []).append(column)
+    for table, columns in wanted.items():
+        have = {c.lower() for c in backend.column_names(conn, table)} if table in present else set()
+        out += [f"{table}.{c}" for c in columns if c not in have]
+    return out + [name for name, _, _ in s.V11_TABLES if name not in present]
+
+
+def effective_version(conn: Connection, backend: Backend, version: str) -> str:
+    """The version whose tables the catalog has: a `1.1` without 1.1's additions (a fork's) is a `1.1-dev1`."""
+    return "1.1-dev1" if version == s.LATEST_VERSION and missing_v11(conn, backend) else version
+
+
 def check_layout(conn: Connection, backend: Backend, version: str) -> None:
     """Refuse a catalog whose tables do not match its version string (nothing is read or changed)."""
     missing = missing_columns(conn, backend, version)

@@ -202,7 +202,7 @@ def plan_upgrade(target: CatalogTarget, *, to: str = CURRENT, backup: CatalogTar
             known = _check_upgradable(read_version(conn, lake.backend), to, where)
             found = known.version
             # A `1.1` without 1.1's columns (a fork's, written before they existed) is finished like a 1.1-dev1.
-            source = "1.1-dev1" if found == to == "1.1" and m.missing_columns(conn, lake.backend, "1.1") else found
+            source = m.effective_version(conn, lake.backend, found) if to == s.LATEST_VERSION else found
             m.check_layout(conn, lake.backend, source)
             if is_v11(to) and source != to:
                 _check_reserved(conn, lake, where)
