@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,27 +26,12 @@ from tests.support.legacy_lakes import (
     migrate_in_place,
     needs_file_copy,
     oracle_reads,
+    two_catalog_urls,
     with_catalog,
 )
-from tests.support.services import pg_database, require_env
 from tests.support.tiers import all_snapshots, is_full
 
 CASES = legacy_cases()
-
-
-@pytest.fixture
-def pg_urls() -> Iterator[list[str]]:
-    """Two fresh PostgreSQL databases, made only when a test asks (its lake is on PostgreSQL)."""
-    import contextlib
-
-    with contextlib.ExitStack() as stack:
-        yield [stack.enter_context(pg_database(require_env("DUCKLAKE_TEST_PG"))) for _ in range(2)]
-
-
-def _urls(backend: str, request: pytest.FixtureRequest) -> list[str | None]:
-    if backend != "postgres":
-        return [None, None]
-    return list(request.getfixturevalue("pg_urls"))
 
 
 def _upgraded(lake: LegacyLake, workdir: Path, pg_url: str | None, *extra: str) -> LegacyLake:
@@ -64,7 +48,7 @@ def _upgraded(lake: LegacyLake, workdir: Path, pg_url: str | None, *extra: str) 
 def test_upgrade_leaves_the_catalog_duckdbs_migration_leaves(release: str, backend: str, legacy_lakes: LegacyLakes,
                                                               tmp_path: Path, request: pytest.FixtureRequest) -> None:
     lake = legacy_lakes.get(release, backend)
-    ours_pg, twin_pg = _urls(backend, request)
+    ours_pg, twin_pg = two_catalog_urls(backend, request)
     before = dump(lake.catalog)
     ours = _upgraded(lake, tmp_path / "ours", ours_pg)
     if needs_file_copy(lake):
@@ -87,7 +71,7 @@ def test_reads_in_place_equal_duckdbs_reads_of_the_migrated_twin(
         release: str, backend: str, legacy_lakes: LegacyLakes, spark: object, tmp_path: Path,
         request: pytest.FixtureRequest) -> None:
     lake = legacy_lakes.get(release, backend)
-    twin_pg = _urls(backend, request)[1]
+    twin_pg = two_catalog_urls(backend, request)[1]
     twin = (migrate_in_place(duckdb_file_copy(lake, tmp_path / "twin")) if needs_file_copy(lake)
             else duckdb_migrated_twin(lake, tmp_path / "twin", pg_url=twin_pg))
     snapshots = _read_at(lake)
@@ -123,7 +107,7 @@ def _fault_points(version: str) -> list[str]:
 def test_a_sigkill_at_any_step_leaves_the_old_catalog(release: str, backend: str, legacy_lakes: LegacyLakes,
                                                       tmp_path: Path, request: pytest.FixtureRequest) -> None:
     lake = legacy_lakes.get(release, backend)
-    ours = catalog_copy(lake, tmp_path / "ours", pg_url=_urls(backend, request)[0])
+    ours = catalog_copy(lake, tmp_path / "ours", pg_url=two_catalog_urls(backend, request)[0])
     before = dump(ours.catalog)
     points = _fault_points(lake.version)
     if not is_full():  # every step's first operation and end, and the irreversible ones
@@ -141,7 +125,7 @@ def test_a_sigkill_at_any_step_leaves_the_old_catalog(release: str, backend: str
 def test_the_backup_restores_the_old_catalog(release: str, backend: str, legacy_lakes: LegacyLakes, tmp_path: Path,
                                              request: pytest.FixtureRequest) -> None:
     lake = legacy_lakes.get(release, backend)
-    ours_pg, restore_pg = _urls(backend, request)
+    ours_pg, restore_pg = two_catalog_urls(backend, request)
     before = dump(lake.catalog)
     ours = catalog_copy(lake, tmp_path / "ours", pg_url=ours_pg)
     done = run_cli("upgrade", ours.catalog, "--yes", "--format", "json", cwd=tmp_path)
@@ -181,7 +165,7 @@ def test_changes_in_place_equal_duckdbs_table_changes_of_the_migrated_twin(
 
     lake = legacy_lakes.get(release, backend)
     twin = (migrate_in_place(duckdb_file_copy(lake, tmp_path / "twin")) if needs_file_copy(lake)
-            else duckdb_migrated_twin(lake, tmp_path / "twin", pg_url=_urls(backend, request)[1]))
+            else duckdb_migrated_twin(lake, tmp_path / "twin", pg_url=two_catalog_urls(backend, request)[1]))
     snaps = list(lake.snapshots)
     pairs = [(a, b) for a, b in zip(snaps, snaps[1:], strict=False)] + [(snaps[0], snaps[-1])]
     if not is_full():  # every fourth neighbour pair and the whole history (every pair of neighbours with --full)

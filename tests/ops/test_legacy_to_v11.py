@@ -4,9 +4,7 @@ DuckDB 1.4's inlined strings, dates and timestamps today's storage types (spec v
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,15 +21,8 @@ from tests.support.legacy_lakes import (
     migrate_in_place,
     needs_file_copy,
     oracle_reads,
+    two_catalog_urls,
 )
-from tests.support.services import pg_database, require_env
-
-
-@pytest.fixture
-def pg_urls() -> Iterator[list[str]]:
-    """Two fresh PostgreSQL databases."""
-    with contextlib.ExitStack() as stack:
-        yield [stack.enter_context(pg_database(require_env("DUCKLAKE_TEST_PG"))) for _ in range(2)]
 
 
 @pytest.mark.spark
@@ -40,7 +31,7 @@ def test_an_older_catalog_upgraded_to_1_1_reads_as_duckdbs_migration(
         release: str, backend: str, legacy_lakes: LegacyLakes, spark: object, tmp_path: Path,
         request: pytest.FixtureRequest) -> None:
     lake = legacy_lakes.get(release, backend)
-    ours_pg, twin_pg = request.getfixturevalue("pg_urls") if backend == "postgres" else (None, None)
+    ours_pg, twin_pg = two_catalog_urls(backend, request)
     ours = catalog_copy(lake, tmp_path / "ours", pg_url=ours_pg)
     done = run_cli("upgrade", ours.catalog, "--to", "1.1", "--yes", "--no-backup", "--format", "json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -546,3 +546,17 @@ def legacy_lake_copy(legacy_lakes: LegacyLakes, tmp_path: Path) -> Iterator[Call
             return legacy_lakes.copy(release, backend, tmp_path / f"legacy-{release}-{backend}-{count}", pg_url=pg_url)
 
         yield make
+
+
+@pytest.fixture
+def pg_urls() -> Iterator[list[str]]:
+    """Two fresh PostgreSQL databases, made only when a test asks (its lake is on PostgreSQL)."""
+    with contextlib.ExitStack() as stack:
+        yield [stack.enter_context(pg_database(require_env("DUCKLAKE_TEST_PG"))) for _ in range(2)]
+
+
+def two_catalog_urls(backend: str, request: pytest.FixtureRequest) -> list[str | None]:
+    """Where two copies of a lake go: two fresh PostgreSQL databases for a PostgreSQL lake, else files (None)."""
+    if backend != "postgres":
+        return [None, None]
+    return list(request.getfixturevalue("pg_urls"))
