@@ -20,9 +20,12 @@ from ducklake_cli.errors import (
 )
 
 if TYPE_CHECKING:
-    from sqlalchemy import URL, Connection, Engine
+    from sqlalchemy import URL, ColumnElement, Connection, Engine
 
     from ducklake_cli.catalog.models import ColumnInfo
+
+# Stats texts compared in catalog SQL: plain decimal integers of at most this many digits (inside BIGINT everywhere).
+PLAIN_INT_DIGITS = 18
 
 
 class Backend:
@@ -148,6 +151,15 @@ class Backend:
         """Quote an identifier."""
         return '"' + ident.replace('"', '""') + '"'
 
+    def plain_int(self, text: ColumnElement[Any]) -> ColumnElement[Any]:
+        """SQL for a stored text as a BIGINT when it is a plain decimal integer (`-?[0-9]{1,18}`), else NULL."""
+        from sqlalchemy import BigInteger, case, cast
+
+        return case((self._plain_int_text(text), cast(text, BigInteger)))
+
+    def _plain_int_text(self, text: ColumnElement[Any]) -> ColumnElement[bool]:
+        return text.op("~")(f"^-?[0-9]{{1,{PLAIN_INT_DIGITS}}}$")
+
     def translate_connect_error(self, exc: Exception) -> DuckLakeError:
         """Map a driver error raised while connecting to one of our errors (never echoing secrets)."""
         text = str(getattr(exc, "orig", exc) or exc).strip().splitlines()[0] if str(exc) else type(exc).__name__
@@ -172,7 +184,18 @@ def format_timestamp_text(value: dt.datetime) -> str:
     return text + "+00"
 
 
-class SQLiteBackend(Backend):
+class _GlobInts:
+    """`plain_int` with GLOB patterns (SQLite has no built-in regular expressions)."""
+
+    def _plain_int_text(self, text: ColumnElement[Any]) -> ColumnElement[bool]:
+        from sqlalchemy import and_, func, or_
+
+        digits = text.op("NOT GLOB")("*[^0-9]*")
+        negative = and_(text.op("GLOB")("-[0-9]*"), func.substr(text, 2).op("NOT GLOB")("*[^0-9]*"))
+        return and_(func.length(text).between(1, PLAIN_INT_DIGITS), or_(digits, negative))
+
+
+class SQLiteBackend(_GlobInts, Backend):
     """SQLite file catalogs; DuckDB's sqlite scanner stores booleans as BIGINT and timestamps/UUIDs as text."""
 
     name = "sqlite"
@@ -555,6 +578,9 @@ class MySQLBackend(Backend):
         if ducklake_type in self._INT_STORED:
             return "BIGINT"
         return "LONGBLOB" if ducklake_type == "blob" else "LONGTEXT"
+
+    def _plain_int_text(self, text: ColumnElement[Any]) -> ColumnElement[bool]:
+        return text.op("REGEXP")(f"^-?[0-9]{{1,{PLAIN_INT_DIGITS}}}$")
 
     def quote(self, ident: str) -> str:
         """Backtick quoting."""

@@ -136,7 +136,7 @@ def run_query(
     with spark_errors(), spark_progress(spark):
         if explain:
             scans = tuple({"table": p.table.qualified_name, "snapshot_id": p.snapshot_id,
-                           "files_kept": len(p.files), "files_pruned": len(p.pruned_file_ids),
+                           "files_kept": len(p.files), "files_pruned": p.pruned_files,
                            "inlined_rows": sum(i.rows.num_rows for i in p.inlined)} for p in plan.scans)
             return QueryResult(columns=(), rows=(), explain=ExplainInfo(scans, run.spark_plan(run.frame(spark, plan))))
         return deliver(run.frame(spark, plan, limit=limit), output=output, stream=stream, display=display)

@@ -394,7 +394,7 @@ def _pruned(lk: api.Lake, *predicates: Predicate) -> tuple[int, int]:
         table = r.find_table(sid, "main.t")
         plan = plan_scan(r, table=table, snapshot_id=sid, data_path=r.data_path, schemas=r.schemas(sid),
                          predicates=predicates)
-    return len(plan.files), len(plan.pruned_file_ids)
+    return len(plan.files), plan.pruned_files
 
 
 @pytest.mark.spark

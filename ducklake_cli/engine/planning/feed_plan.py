@@ -227,7 +227,7 @@ def _has_snapshot_column(path: str, options: Mapping[str, Any]) -> bool:
 def _refuse_encrypted(table: TableInfo, files: Sequence[DataFile], deletes: Sequence[DeleteFile]) -> None:
     from ducklake_cli.engine.planning.scan_plan import _refuse_encrypted as refuse
 
-    refuse(table, files, deletes)
+    refuse(table, any(f.encryption_key for f in files), deletes)
 
 
 def _scan_plan(reader: MetadataReader, table: TableInfo, end: int, files: Sequence[DataFile], tdir: str,
@@ -247,7 +247,7 @@ def _scan_plan(reader: MetadataReader, table: TableInfo, end: int, files: Sequen
     sources, positional = sp._positional_mappings(table, sources, options)
     mappings.update(positional)
     return ScanPlan(
-        table=table, snapshot_id=end, files=tuple(sources), pruned_file_ids=(), inlined=(),
+        table=table, snapshot_id=end, files=tuple(sources), pruned_files=0, inlined=(),
         name_mappings=mappings, missing_columns=_missing_columns(table, sources, options),
         storage_options=options, defaults=sp._defaults(table),
         pyarrow_files=sp._pyarrow_files(table, sources, mappings, options),

@@ -88,11 +88,16 @@ _COMPARE = frozenset({"=", "<", "<=", ">", ">=", "between", "in"})
 Alt = tuple[Any, bool]
 
 
+def judged(col: ColumnInfo) -> bool:
+    """Whether predicates on the column can rule files out (else they are ignored here)."""
+    return not col.children and _kind(col.type) is not None
+
+
 def keep_file(candidate: Candidate, predicates: Sequence[Predicate], columns: Mapping[str, ColumnInfo]) -> bool:
     """False only when some predicate provably matches no row of the file."""
     for pred in predicates:
         col = columns.get(pred.column.lower())
-        if col is None or col.children or _kind(col.type) is None:
+        if col is None or not judged(col):
             continue
         try:
             if not _may_match(candidate, pred, col):

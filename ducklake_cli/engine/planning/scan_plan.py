@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ducklake_cli.catalog.models import ColumnInfo, NameMapping, SchemaInfo, TableInfo
+from ducklake_cli.catalog.models import ColumnInfo, NameMapping, PartitionField, SchemaInfo, TableInfo
 from ducklake_cli.catalog.paths import file_path, table_dir
+from ducklake_cli.catalog.queries import as_bool
 from ducklake_cli.catalog.reader import MetadataReader
 from ducklake_cli.catalog.types import decimal_parts
 from ducklake_cli.engine.planning.predicates import Predicate
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from ducklake_cli.catalog.file_scan import StatsTest
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ class ScanPlan:
     table: TableInfo
     snapshot_id: int
     files: tuple[FileSource, ...]
-    pruned_file_ids: tuple[int, ...]
+    pruned_files: int  # live files the predicates ruled out
     inlined: tuple[InlinedSource, ...]
     name_mappings: Mapping[int, tuple[NameMapping, ...]] = field(default_factory=dict)
     # Columns with an initial default: data file id → the column ids that file physically lacks.
@@ -113,32 +116,31 @@ def plan_scan(
     """Build the scan plan: live files (pruned by predicates), their deletes, and decoded inlined rows."""
     schema = next(sc for sc in schemas if sc.schema_id == table.schema_id)
     tdir = table_dir(data_path, schema, table)
-    files = reader.data_files(snapshot_id, [table.table_id])
-    kept_ids, pruned_ids = _prune(reader, table, files, predicates)
-    kept = set(kept_ids)
     deletes = {d.data_file_id: d for d in reader.delete_files(snapshot_id, [table.table_id])}
     inlined_deletes = reader.inlined_delete_positions(snapshot_id, table.table_id)
-    sources = []
-    for f in files:
-        if f.data_file_id not in kept:
-            continue
-        d = deletes.get(f.data_file_id)
-        sources.append(FileSource(
-            data_file_id=f.data_file_id, path=file_path(tdir, f), record_count=f.record_count,
-            file_size_bytes=f.file_size_bytes, row_id_start=f.row_id_start, begin_snapshot=f.begin_snapshot,
-            needs_snapshot_filter=f.partial_max is not None and f.partial_max > snapshot_id,
-            mapping_id=f.mapping_id,
+
+    def source(row: tuple[Any, ...]) -> FileSource:
+        fid, path, relative, records, size, row_id_start, begin, partial_max, mapping_id = row[:9]
+        if row[10]:  # encryption_key
+            _refuse_encrypted(table, True, ())
+        d = deletes.get(fid)
+        return FileSource(
+            data_file_id=fid, path=tdir + path if as_bool(relative) else path, record_count=records or 0,
+            file_size_bytes=size or 0, row_id_start=row_id_start, begin_snapshot=begin,
+            needs_snapshot_filter=partial_max is not None and partial_max > snapshot_id, mapping_id=mapping_id,
             delete=DeleteSource(d.delete_file_id, file_path(tdir, d), d.format or "parquet",
                                 d.partial_max is not None, d.begin_snapshot) if d else None,
-            inlined_deletes=tuple(sorted(inlined_deletes.get(f.data_file_id, ()))),
-        ))
-    _refuse_encrypted(table, [f for f in files if f.data_file_id in kept], deletes.values())
+            inlined_deletes=tuple(sorted(inlined_deletes.get(fid, ()))),
+        )
+
+    sources, pruned = _kept_files(reader, table, snapshot_id, predicates, source)
+    _refuse_encrypted(table, False, deletes.values())
     mapping_ids = {s.mapping_id for s in sources if s.mapping_id is not None}
     mappings = {k: tuple(v) for k, v in reader.name_mappings(mapping_ids).items()}
     sources, positional = _positional_mappings(table, sources, storage_options or {})
     mappings.update(positional)
     return ScanPlan(
-        table=table, snapshot_id=snapshot_id, files=tuple(sources), pruned_file_ids=tuple(pruned_ids),
+        table=table, snapshot_id=snapshot_id, files=tuple(sources), pruned_files=pruned,
         inlined=tuple(_inlined_sources(reader, table, snapshot_id)), name_mappings=mappings,
         missing_columns=_missing_columns(reader, table, sources, storage_options or {}),
         storage_options=dict(storage_options or {}), defaults=_defaults(table),
@@ -203,9 +205,9 @@ def _names_without_field_ids(path: str, storage_options: Mapping[str, Any]) -> l
     return list(schema.names)
 
 
-def _refuse_encrypted(table: TableInfo, files: Sequence[Any], deletes: Any) -> None:
+def _refuse_encrypted(table: TableInfo, encrypted: bool, deletes: Iterable[Any]) -> None:
     """Encrypted files (`ATTACH … (ENCRYPTED)`): refused in one line, naming neither key nor path."""
-    if any(f.encryption_key for f in files) or any(d.encryption_key for d in deletes):
+    if encrypted or any(d.encryption_key for d in deletes):
         from ducklake_cli.errors import StorageError
 
         raise StorageError(
@@ -253,30 +255,87 @@ def _defaults(table: TableInfo) -> dict[int, object]:
     return {c.column_id: decoded[f"c{c.column_id}"] for c in cols}
 
 
-def _prune(
-    reader: MetadataReader, table: TableInfo, files: Sequence[Any], predicates: Sequence[Predicate]
-) -> tuple[list[int], list[int]]:
-    ids = [f.data_file_id for f in files]
-    if not predicates or not files:
-        return ids, []
-    from ducklake_cli.engine.planning.prune import Candidate, FileStats, prune
+def _kept_files(
+    reader: MetadataReader, table: TableInfo, snapshot_id: int, predicates: Sequence[Predicate],
+    source: Callable[[tuple[Any, ...]], FileSource],
+) -> tuple[list[FileSource], int]:
+    """The live files the predicates may match, as sources (by data file id), and how many they rule out.
 
-    stats = reader.file_column_stats(table.table_id, ids)
-    values = reader.file_partition_values(table.table_id, ids)
-    specs = reader.partition_specs(table.table_id)
-    candidates = [
-        Candidate(
-            data_file_id=f.data_file_id,
-            stats={s.column_id: FileStats(s.column_id, s.min_value, s.max_value, s.null_count, s.value_count,
-                                          s.contains_nan) for s in stats.get(f.data_file_id, [])},
-            partition_values=values.get(f.data_file_id, {}),
-            partition_fields=specs.get(f.partition_id, ()) if f.partition_id is not None else (),
-        )
-        for f in files
-    ]
+    The catalog's SQL drops files whose stats rule them out and marks those whose stats prove they may match
+    (catalog/file_scan.py, integer bounds and NULL counts); the exact rules (prune.py) judge the rest here."""
+    from ducklake_cli.catalog.file_scan import live_file_count, live_files
+    from ducklake_cli.engine.planning.prune import judged
+
     columns = {c.name.lower(): c for c in table.columns}
-    kept, pruned = prune(candidates, predicates, columns)
-    return list(kept), list(pruned)
+    relevant = [(p, col) for p in predicates
+                if (col := columns.get(p.column.lower())) is not None and judged(col)]
+    if not relevant:
+        return [source(r) for r in live_files(reader, snapshot_id, table.table_id)], 0
+    specs = reader.partition_specs(table.table_id)
+    tests = [stats_test(p, col, specs) for p, col in relevant]
+    stats_columns = list(dict.fromkeys(col.column_id for _, col in relevant))
+    entries: list[FileSource | tuple[Any, ...]] = [
+        source(row) if row[-1] else row
+        for row in live_files(reader, snapshot_id, table.table_id, stats_columns=stats_columns,
+                              tests=[t for t in tests if t is not None], complete=None not in tests)]
+    unsure = [e for e in entries if not isinstance(e, FileSource)]
+    out = _judged_out(reader, table, unsure, relevant, stats_columns, specs) if unsure else set()
+    files = [e if isinstance(e, FileSource) else source(e) for e in entries
+             if isinstance(e, FileSource) or e[0] not in out]
+    return files, live_file_count(reader, snapshot_id, table.table_id) - len(files)
+
+
+def _judged_out(reader: MetadataReader, table: TableInfo, rows: Sequence[tuple[Any, ...]],
+                relevant: Sequence[tuple[Predicate, ColumnInfo]], stats_columns: Sequence[int],
+                specs: Mapping[int, Sequence[PartitionField]]) -> set[int]:
+    """Ids of the files (`live_files` rows with the stats columns) the exact rules rule out."""
+    from ducklake_cli.catalog.file_scan import FILE_FIELDS, STATS_FIELDS
+    from ducklake_cli.engine.planning.prune import Candidate, FileStats, keep_file
+
+    keyed = [r[0] for r in rows if r[9] is not None and specs.get(r[9])]
+    values = reader.file_partition_values(table.table_id, keyed) if keyed else {}
+    columns = {p.column.lower(): col for p, col in relevant}
+    predicates = [p for p, _ in relevant]
+    width = len(STATS_FIELDS)
+    out: set[int] = set()
+    for r in rows:
+        stats = {}
+        for i, cid in enumerate(stats_columns):
+            lo, hi, nulls, count, nan = fields = r[len(FILE_FIELDS) + i * width:len(FILE_FIELDS) + (i + 1) * width]
+            if any(f is not None for f in fields):  # a stats row of all NULLs tells what no row tells
+                stats[cid] = FileStats(cid, lo, hi, nulls, count, as_bool(nan))
+        partition_id = r[9]
+        candidate = Candidate(r[0], stats, values.get(r[0], {}),
+                              tuple(specs.get(partition_id, ())) if partition_id is not None else ())
+        if not keep_file(candidate, predicates, columns):
+            out.add(r[0])
+    return out
+
+
+def stats_test(predicate: Predicate, col: ColumnInfo, specs: Mapping[int, Sequence[PartitionField]]
+               ) -> StatsTest | None:
+    """The predicate as a test the catalog's SQL decides from stats, or None when only Python can judge it:
+    NULL tests on any judged column, comparisons of an integer column with integer literals (the bounds DuckDB
+    and we store as plain decimal text)."""
+    from ducklake_cli.catalog.backends import PLAIN_INT_DIGITS
+    from ducklake_cli.catalog.file_scan import StatsTest
+    from ducklake_cli.catalog.types import INT_TYPES
+
+    keyed = tuple(pid for pid, fields in specs.items() if any(f.column_id == col.column_id for f in fields))
+    if predicate.op in ("is_null", "is_not_null"):
+        return StatsTest(col.column_id, predicate.op, (), keyed)
+    values = predicate.values
+    limit = 10 ** PLAIN_INT_DIGITS
+    arity = len(values) == 2 if predicate.op == "between" else (
+        1 <= len(values) <= _MAX_IN if predicate.op == "in" else len(values) == 1)
+    if col.type not in INT_TYPES or not arity or predicate.op not in _SQL_OPS or not all(
+            type(v) is int and -limit < v < limit for v in values):
+        return None
+    return StatsTest(col.column_id, predicate.op, tuple(v for v in values if isinstance(v, int)), keyed)
+
+
+_SQL_OPS = frozenset({"=", "<", "<=", ">", ">=", "between", "in"})
+_MAX_IN = 100  # longer IN lists are judged in Python
 
 
 def _inlined_sources(reader: MetadataReader, table: TableInfo, snapshot_id: int) -> list[InlinedSource]:
