@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import string
 import tempfile
@@ -27,7 +28,9 @@ _LOG_VERSION = "v1"
 # Only a block-size hint in the log's FileStatus (Spark splits files by its own maxPartitionBytes).
 _BLOCK_SIZE = 128 << 20
 _LOCAL_FS = ("file:///", "file:/")
-_URI_PATH_CHARS = frozenset(string.ascii_letters + string.digits + "-_.!~*'()" + ":@&=+$," + ";/")
+# ASCII characters a URI path holds as they are; every other ASCII character is percent-encoded.
+_UNSAFE = re.compile("[^" + re.escape(string.ascii_letters + string.digits + "-_.!~*'()" + ":@&=+$," + ";/")
+                     + "\x80-\U0010ffff]")
 
 
 def spark_path(path: str) -> str:
@@ -41,7 +44,7 @@ def file_key(path: str) -> str:
     if "://" in path:
         rest = path.split("://", 1)[1]
         path = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
-    return "".join(ch if ch in _URI_PATH_CHARS or ord(ch) > 127 else f"%{ord(ch):02X}" for ch in path)
+    return _UNSAFE.sub(lambda m: f"%{ord(m[0]):02X}", path)
 
 
 def read_parquet(spark: SparkSession, reader: DataFrameReader, files: Sequence[tuple[str, int]]) -> DataFrame:
@@ -114,8 +117,7 @@ def _write_log(base: str, uris: Sequence[tuple[str, int]]) -> None:
     """The file-sink log's batch 0: a version line, then one JSON `add` entry per file."""
     log = os.path.join(base, "_spark_metadata")
     os.mkdir(log)
-    lines = [_LOG_VERSION]
-    lines += [json.dumps({"path": uri, "size": size, "isDir": False, "modificationTime": 0, "blockReplication": 1,
-                          "blockSize": _BLOCK_SIZE, "action": "add"}, separators=(",", ":")) for uri, size in uris]
+    rest = f',"isDir":false,"modificationTime":0,"blockReplication":1,"blockSize":{_BLOCK_SIZE},"action":"add"}}'
     with open(os.path.join(log, "0"), "w", encoding="utf-8") as out:
-        out.write("\n".join(lines))
+        out.write(_LOG_VERSION)
+        out.writelines(f'\n{{"path":{json.dumps(uri)},"size":{int(size)}{rest}' for uri, size in uris)

@@ -158,6 +158,9 @@ def _positional_mappings(
     import dataclasses
     import posixpath
 
+    unnamed = [f for f in files if f.mapping_id is None and not f.path.startswith("ducklake-", f.path.rfind("/") + 1)]
+    if not unnamed:
+        return list(files), {}
     out: list[FileSource] = []
     mappings: dict[int, tuple[NameMapping, ...]] = {}
     for f in files:
