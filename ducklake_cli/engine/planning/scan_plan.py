@@ -292,11 +292,11 @@ def _judged_out(reader: MetadataReader, table: TableInfo, rows: Sequence[tuple[A
                 relevant: Sequence[tuple[Predicate, ColumnInfo]], stats_columns: Sequence[int],
                 specs: Mapping[int, Sequence[PartitionField]]) -> set[int]:
     """Ids of the files (`live_files` rows with the stats columns) the exact rules rule out."""
-    from ducklake_cli.catalog.file_scan import FILE_FIELDS, STATS_FIELDS
+    from ducklake_cli.catalog.file_scan import FILE_FIELDS, STATS_FIELDS, partition_values_of
     from ducklake_cli.engine.planning.prune import Candidate, FileStats, keep_file
 
     keyed = [r[0] for r in rows if r[9] is not None and specs.get(r[9])]
-    values = reader.file_partition_values(table.table_id, keyed) if keyed else {}
+    values = partition_values_of(reader, table.table_id, keyed) if keyed else {}
     columns = {p.column.lower(): col for p, col in relevant}
     predicates = [p for p, _ in relevant]
     width = len(STATS_FIELDS)
@@ -371,13 +371,13 @@ def _missing_columns(
     defaulted = [c for c in table.columns if c.initial_default is not None]
     if not defaulted:
         return {}
+    from ducklake_cli.catalog.file_scan import stats_columns_of
     from ducklake_cli.storage.parquet import top_level_field_ids
 
     subtree = {c.column_id: _subtree_ids(c) for c in defaulted}
     newer = [f.data_file_id for f in files
              if f.mapping_id is None and any(f.begin_snapshot >= c.begin_snapshot for c in defaulted)]
-    with_stats = {fid: {st.column_id for st in rows}
-                  for fid, rows in reader.file_column_stats(table.table_id, newer).items()} if newer else {}
+    with_stats = stats_columns_of(reader, table.table_id, newer, set().union(*subtree.values())) if newer else {}
     out: dict[int, frozenset[int]] = {}
     for f in files:
         if f.mapping_id is not None:
