@@ -24,8 +24,14 @@ if TYPE_CHECKING:
 
     from ducklake_cli.catalog.models import ColumnInfo
 
-# Stats texts compared in catalog SQL: plain decimal integers of at most this many digits (inside BIGINT everywhere).
+# Stats texts compared in catalog SQL: plain decimal integers of at most this many digits (inside BIGINT everywhere),
+# and dates and timestamps in canonical form (no trailing zero in the fraction, so equal times are equal texts).
 PLAIN_INT_DIGITS = 18
+_PATTERNS = {
+    "int": f"^-?[0-9]{{1,{PLAIN_INT_DIGITS}}}$",
+    "date": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$",
+    "timestamp": "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{0,5}[1-9])?$",
+}
 
 
 class Backend:
@@ -153,12 +159,23 @@ class Backend:
 
     def plain_int(self, text: ColumnElement[Any]) -> ColumnElement[Any]:
         """SQL for a stored text as a BIGINT when it is a plain decimal integer (`-?[0-9]{1,18}`), else NULL."""
-        from sqlalchemy import BigInteger, case, cast
+        from sqlalchemy import BigInteger, case
 
-        return case((self._plain_int_text(text), cast(text, BigInteger)))
+        return case((self.text_form(text, "int"), self.to_int(text, BigInteger())))
 
-    def _plain_int_text(self, text: ColumnElement[Any]) -> ColumnElement[bool]:
-        return text.op("~")(f"^-?[0-9]{{1,{PLAIN_INT_DIGITS}}}$")
+    def to_int(self, text: ColumnElement[Any], sql_type: Any) -> ColumnElement[Any]:
+        """A text (already checked to be digits) cast to an integer type."""
+        from sqlalchemy import cast
+
+        return cast(text, sql_type)
+
+    def text_form(self, text: ColumnElement[Any], form: str) -> ColumnElement[bool]:
+        """SQL: whether a stored text has the form ("int", "date" or "timestamp", see `_PATTERNS`)."""
+        return text.op("~")(_PATTERNS[form])
+
+    def bytewise(self, text: ColumnElement[Any]) -> ColumnElement[Any]:
+        """A text compared byte by byte (not by the database's collation)."""
+        return text
 
     def translate_connect_error(self, exc: Exception) -> DuckLakeError:
         """Map a driver error raised while connecting to one of our errors (never echoing secrets)."""
@@ -184,18 +201,30 @@ def format_timestamp_text(value: dt.datetime) -> str:
     return text + "+00"
 
 
-class _GlobInts:
-    """`plain_int` with GLOB patterns (SQLite has no built-in regular expressions)."""
+_D2, _D4 = "[0-9]" * 2, "[0-9]" * 4
 
-    def _plain_int_text(self, text: ColumnElement[Any]) -> ColumnElement[bool]:
+
+class _Globs:
+    """`text_form` with GLOB patterns (SQLite has no built-in regular expressions)."""
+
+    def text_form(self, text: ColumnElement[Any], form: str) -> ColumnElement[bool]:
+        """SQL: whether a stored text has the form ("int", "date" or "timestamp")."""
         from sqlalchemy import and_, func, or_
 
-        digits = text.op("NOT GLOB")("*[^0-9]*")
-        negative = and_(text.op("GLOB")("-[0-9]*"), func.substr(text, 2).op("NOT GLOB")("*[^0-9]*"))
-        return and_(func.length(text).between(1, PLAIN_INT_DIGITS), or_(digits, negative))
+        if form == "int":
+            digits = text.op("NOT GLOB")("*[^0-9]*")
+            negative = and_(text.op("GLOB")("-[0-9]*"), func.substr(text, 2).op("NOT GLOB")("*[^0-9]*"))
+            return and_(func.length(text).between(1, PLAIN_INT_DIGITS), or_(digits, negative))
+        date = f"{_D4}-{_D2}-{_D2}"
+        if form == "date":
+            return text.op("GLOB")(date)
+        clock = f"{date} {_D2}:{_D2}:{_D2}"
+        fraction = and_(text.op("GLOB")(clock + ".*"), func.length(text).between(21, 26),
+                        func.substr(text, 21).op("NOT GLOB")("*[^0-9]*"), text.op("NOT GLOB")("*0"))
+        return or_(text.op("GLOB")(clock), fraction)
 
 
-class SQLiteBackend(_GlobInts, Backend):
+class SQLiteBackend(_Globs, Backend):
     """SQLite file catalogs; DuckDB's sqlite scanner stores booleans as BIGINT and timestamps/UUIDs as text."""
 
     name = "sqlite"
@@ -293,12 +322,37 @@ def _one_schema(name: str | None) -> tuple[None, str | None]:
     return None, name
 
 
+def _render_try_cast() -> None:
+    """Teach SQLAlchemy to render TRY_CAST for DuckDB (once)."""
+    global _TRY_CAST_RENDERED
+    if _TRY_CAST_RENDERED:
+        return
+    from sqlalchemy.ext.compiler import compiles
+    from sqlalchemy.sql.elements import TryCast
+
+    @compiles(TryCast, "duckdb")
+    def _try_cast(element: Any, compiler: Any, **kw: Any) -> str:
+        return f"TRY_CAST({compiler.process(element.clause, **kw)} AS {compiler.process(element.typeclause, **kw)})"
+
+    _TRY_CAST_RENDERED = True
+
+
+_TRY_CAST_RENDERED = False
+
+
 class DuckDBBackend(Backend):
     """DuckDB file catalogs (duckdb 1.5.5 … 2.0.x through duckdb_engine). A new file gets `NEW_FILE_STORAGE`; an
     existing file is opened as it is stored (a plain connection never raises its storage version), and one the
     installed DuckDB cannot read is refused in one line before DuckDB tries."""
 
     name = "duckdb"
+
+    def to_int(self, text: ColumnElement[Any], sql_type: Any) -> ColumnElement[Any]:
+        """TRY_CAST: DuckDB may evaluate a cast before the CASE that guards it (a hoisted common expression)."""
+        from sqlalchemy import try_cast
+
+        _render_try_cast()
+        return try_cast(text, sql_type)
 
     def url(self) -> URL:
         """`duckdb:` URL of the file."""
@@ -415,6 +469,10 @@ class PostgresBackend(Backend):
 
     name = "postgres"
     consistent_isolation = "REPEATABLE READ"
+
+    def bytewise(self, text: ColumnElement[Any]) -> ColumnElement[Any]:
+        """A text compared by code point (the "C" collation), not the database's locale."""
+        return text.collate("C")
 
     def migration_refusal(self, conn: Connection) -> str | None:
         """A read-only session, a metadata schema we may not create tables in, or catalog tables another role owns
@@ -579,8 +637,16 @@ class MySQLBackend(Backend):
             return "BIGINT"
         return "LONGBLOB" if ducklake_type == "blob" else "LONGTEXT"
 
-    def _plain_int_text(self, text: ColumnElement[Any]) -> ColumnElement[bool]:
-        return text.op("REGEXP")(f"^-?[0-9]{{1,{PLAIN_INT_DIGITS}}}$")
+    def text_form(self, text: ColumnElement[Any], form: str) -> ColumnElement[bool]:
+        """SQL: whether a stored text has the form (MySQL's REGEXP)."""
+        return text.op("REGEXP")(_PATTERNS[form])
+
+    def bytewise(self, text: ColumnElement[Any]) -> ColumnElement[Any]:
+        """A text compared as bytes, whatever the column's character set and collation."""
+        from sqlalchemy import String, cast, type_coerce
+        from sqlalchemy.dialects.mysql import BINARY
+
+        return type_coerce(cast(text, BINARY()), String())  # literals compared with it stay bound as text
 
     def quote(self, ident: str) -> str:
         """Backtick quoting."""

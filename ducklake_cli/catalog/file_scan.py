@@ -33,15 +33,21 @@ _ROWS_PER_FETCH = 20_000
 
 @dataclass(frozen=True)
 class StatsTest:
-    """`column op values` decided from a file's stats row: integer literals only for comparisons.
+    """`column op values` decided from a file's stats row.
 
+    `kind`: "int" compares bounds stored as plain integers with integer literals; "date" and "timestamp" compare
+    bounds stored as canonical text (`YYYY-MM-DD`, `YYYY-MM-DD HH:MM:SS[.fraction without trailing zeros]`, a real
+    date and time) with literals rendered the same way, bytewise: in that form text order is time order. Each
+    literal is given as the range (lowest, highest) of its readings in the column's type (a literal a reader may
+    cast more than one way).
     `keyed` lists the partition ids whose specs key the column: a file of one is never `sure` (its keys may prune it).
     """
 
     column_id: int
     op: TestOp
-    values: tuple[int, ...] = ()
+    values: tuple[tuple[Any, Any], ...] = ()
     keyed: tuple[int, ...] = ()
+    kind: Literal["int", "date", "timestamp"] = "int"
 
 
 def live_files(reader: MetadataReader, snapshot_id: int, table_id: int, *, stats_columns: Sequence[int] = (),
@@ -77,8 +83,26 @@ def live_file_count(reader: MetadataReader, snapshot_id: int, table_id: int) -> 
         select(func.count()).where(d.c.table_id == table_id, visible(d, snapshot_id))).scalar_one())
 
 
-def _bounds(reader: MetadataReader, st: Any) -> tuple[ColumnElement[Any], ColumnElement[Any]]:
-    return reader.backend.plain_int(st.c.min_value), reader.backend.plain_int(st.c.max_value)
+def _bounds(reader: MetadataReader, st: Any, t: StatsTest) -> tuple[ColumnElement[Any], ColumnElement[Any]]:
+    """The stats row's min and max as SQL compares them with the test's literals (NULL where it cannot)."""
+    if t.kind == "int":
+        return reader.backend.plain_int(st.c.min_value), reader.backend.plain_int(st.c.max_value)
+    return _time_text(reader, st.c.min_value, t.kind), _time_text(reader, st.c.max_value, t.kind)
+
+
+def _time_text(reader: MetadataReader, text: ColumnElement[Any], form: str) -> ColumnElement[Any]:
+    """A DATE/TIMESTAMP stats text when canonical and a real date and time (bytewise comparable), else NULL."""
+    from sqlalchemy import Integer
+
+    def part(start: int, length: int) -> ColumnElement[Any]:
+        return reader.backend.to_int(func.substr(text, start, length), Integer())
+
+    y, m, d = part(1, 4), part(6, 2), part(9, 2)
+    leap = or_(and_(y % 4 == 0, y % 100 != 0), y % 400 == 0)
+    days = case((m.in_([1, 3, 5, 7, 8, 10, 12]), 31), (m.in_([4, 6, 9, 11]), 30), (leap, 29), else_=28)
+    clock = literal(True) if form == "date" else and_(part(12, 2) <= 23, part(15, 2) <= 59, part(18, 2) <= 59)
+    valid = and_(y >= 1, m.between(1, 12), d >= 1, d <= days, clock)
+    return case((reader.backend.text_form(text, form), case((valid, reader.backend.bytewise(text)))))
 
 
 def _ruled_out(reader: MetadataReader, st: Any, t: StatsTest) -> ColumnElement[bool]:
@@ -88,23 +112,26 @@ def _ruled_out(reader: MetadataReader, st: Any, t: StatsTest) -> ColumnElement[b
         return and_(has, st.c.null_count == 0)
     if t.op == "is_not_null":
         return and_(has, st.c.value_count == 0)
-    lo, hi = _bounds(reader, st)
-    v = t.values
+    lo, hi = _bounds(reader, st, t)
+    v = t.values  # each literal's readings as (lowest, highest): a file is out when every reading is
     miss: ColumnElement[bool]
     if t.op == "=":
-        miss = or_(lo > v[0], hi < v[0])
+        miss = or_(lo > v[0][1], hi < v[0][0])
     elif t.op == "<":
-        miss = lo >= v[0]
+        miss = lo >= v[0][1]
     elif t.op == "<=":
-        miss = lo > v[0]
+        miss = lo > v[0][1]
     elif t.op == ">":
-        miss = hi <= v[0]
+        miss = hi <= v[0][0]
     elif t.op == ">=":
-        miss = hi < v[0]
+        miss = hi < v[0][0]
     elif t.op == "between":
-        miss = or_(hi < v[0], lo > v[1])
+        miss = or_(hi < v[0][0], lo > v[1][1])
     else:  # in
-        miss = and_(*(or_(lo > x, hi < x) for x in v))
+        miss = and_(*(or_(lo > x[1], hi < x[0]) for x in v))
+    if t.kind != "int":  # a time bound SQL cannot read may be one the rules cannot either: they then keep the file
+        readable = and_(or_(st.c.min_value.is_(None), lo.is_not(None)), or_(st.c.max_value.is_(None), hi.is_not(None)))
+        miss = and_(miss, readable)
     return and_(has, or_(st.c.value_count == 0, miss))
 
 
@@ -117,28 +144,28 @@ def _proven(reader: MetadataReader, d: Any, st: Any, t: StatsTest) -> ColumnElem
     not_all_null = or_(st.c.value_count.is_(None), st.c.value_count != 0)
     if t.op == "is_not_null":
         return and_(unkeyed, or_(no_stats, not_all_null))
-    lo, hi = _bounds(reader, st)
+    lo, hi = _bounds(reader, st, t)
     no_lo, no_hi = st.c.min_value.is_(None), st.c.max_value.is_(None)
 
-    def within(low: int, high: int) -> ColumnElement[bool]:
+    def within(low: Any, high: Any) -> ColumnElement[bool]:
         return and_(or_(no_lo, lo <= high), or_(no_hi, hi >= low))
 
-    v = t.values
+    v = t.values  # a file may match when some reading does: the lowest reading for `<`, one reading for `=`
     may: ColumnElement[bool]
     if t.op == "=":
-        may = within(v[0], v[0])
+        may = within(v[0][0], v[0][0])
     elif t.op == "<":
-        may = or_(no_lo, lo < v[0])
+        may = or_(no_lo, lo < v[0][1])
     elif t.op == "<=":
-        may = or_(no_lo, lo <= v[0])
+        may = or_(no_lo, lo <= v[0][1])
     elif t.op == ">":
-        may = or_(no_hi, hi > v[0])
+        may = or_(no_hi, hi > v[0][0])
     elif t.op == ">=":
-        may = or_(no_hi, hi >= v[0])
+        may = or_(no_hi, hi >= v[0][0])
     elif t.op == "between":
-        may = within(v[0], v[1])
+        may = within(v[0][0], v[1][1])
     else:  # in
-        may = or_(*(within(x, x) for x in v))
+        may = or_(*(within(x[0], x[0]) for x in v))
     return and_(unkeyed, or_(no_stats, and_(not_all_null, may)))
 
 

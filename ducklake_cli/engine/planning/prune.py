@@ -268,6 +268,13 @@ def _alternatives(v: Any, col_type: str, kind: str) -> list[Alt] | None:
     return [(x, False) for x in dict.fromkeys(out)]
 
 
+def time_readings(v: Any, col_type: str) -> list[int] | None:
+    """Every plausible reading of a literal compared with a DATE/TIMESTAMP column, in ns since the epoch (None when
+    it cannot be coerced): the readings the rules below try."""
+    alts = _alternatives(v, col_type, "ts")
+    return None if alts is None else [x for x, _ in alts]
+
+
 # ----- per-file bounds -----------------------------------------------------------------------------------------
 
 def _le(a: Any, b: Any, relaxed: bool) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ducklake_cli.catalog.models import ColumnInfo, NameMapping, PartitionField, SchemaInfo, TableInfo
 from ducklake_cli.catalog.paths import file_path, table_dir
@@ -318,9 +318,8 @@ def _judged_out(reader: MetadataReader, table: TableInfo, rows: Sequence[tuple[A
 def stats_test(predicate: Predicate, col: ColumnInfo, specs: Mapping[int, Sequence[PartitionField]]
                ) -> StatsTest | None:
     """The predicate as a test the catalog's SQL decides from stats, or None when only Python can judge it:
-    NULL tests on any judged column, comparisons of an integer column with integer literals (the bounds DuckDB
-    and we store as plain decimal text)."""
-    from ducklake_cli.catalog.backends import PLAIN_INT_DIGITS
+    NULL tests on any judged column; comparisons of an integer column with integer literals, and of a DATE or
+    TIMESTAMP (not TIMESTAMPTZ, not TIMESTAMP_NS) column with literals whose readings are years 1-9999."""
     from ducklake_cli.catalog.file_scan import StatsTest
     from ducklake_cli.catalog.types import INT_TYPES
 
@@ -328,17 +327,58 @@ def stats_test(predicate: Predicate, col: ColumnInfo, specs: Mapping[int, Sequen
     if predicate.op in ("is_null", "is_not_null"):
         return StatsTest(col.column_id, predicate.op, (), keyed)
     values = predicate.values
-    limit = 10 ** PLAIN_INT_DIGITS
     arity = len(values) == 2 if predicate.op == "between" else (
         1 <= len(values) <= _MAX_IN if predicate.op == "in" else len(values) == 1)
-    if col.type not in INT_TYPES or not arity or predicate.op not in _SQL_OPS or not all(
-            type(v) is int and -limit < v < limit for v in values):
+    if not arity or predicate.op not in _SQL_OPS:
         return None
-    return StatsTest(col.column_id, predicate.op, tuple(v for v in values if isinstance(v, int)), keyed)
+    if col.type in INT_TYPES:
+        ints = [(v, v) for v in values if type(v) is int and -_INT_LIMIT < v < _INT_LIMIT]
+        return StatsTest(col.column_id, predicate.op, tuple(ints), keyed) if len(ints) == len(values) else None
+    if col.type in _TIME_TYPES:
+        ranges = [_time_range(v, col.type) for v in values]
+        if None in ranges:
+            return None
+        kind: Literal["date", "timestamp"] = "date" if col.type == "date" else "timestamp"
+        return StatsTest(col.column_id, predicate.op, tuple(r for r in ranges if r is not None), keyed, kind)
+    return None
+
+
+def _time_range(value: object, col_type: str) -> tuple[str, str] | None:
+    """A literal's lowest and highest reading as canonical text (see catalog/file_scan.py), or None."""
+    from ducklake_cli.engine.planning.prune import time_readings
+
+    try:
+        readings = time_readings(value, col_type)
+    except (ArithmeticError, ValueError, TypeError):  # the rules keep every file for such a literal
+        return None
+    if not readings:
+        return None
+    low, high = (_time_text(ns, col_type == "date") for ns in (min(readings), max(readings)))
+    return None if low is None or high is None else (low, high)
+
+
+def _time_text(ns: int, date_column: bool) -> str | None:
+    """ns since the epoch as canonical DATE/TIMESTAMP text (a DATE column's midnight as the bare date)."""
+    import datetime as dt
+
+    from ducklake_cli.catalog.partitions import DAY_NS, EPOCH_ORDINAL, NS
+
+    days, rest = divmod(ns, DAY_NS)
+    if not 1 <= days + EPOCH_ORDINAL <= dt.date.max.toordinal():
+        return None
+    day = dt.date.fromordinal(days + EPOCH_ORDINAL).isoformat()
+    if date_column and rest == 0:
+        return day
+    seconds, fraction = divmod(rest, NS)
+    clock = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+    digits = f"{fraction:09d}".rstrip("0")
+    return f"{day} {clock}" + (f".{digits}" if digits else "")
 
 
 _SQL_OPS = frozenset({"=", "<", "<=", ">", ">=", "between", "in"})
 _MAX_IN = 100  # longer IN lists are judged in Python
+_INT_LIMIT = 10 ** 18  # integer literals SQL compares (BIGINT on every backend, like the bounds it reads)
+_TIME_TYPES = frozenset({"date", "timestamp", "timestamp_us", "timestamp_ms", "timestamp_s"})
 
 
 def _inlined_sources(reader: MetadataReader, table: TableInfo, snapshot_id: int) -> list[InlinedSource]:

@@ -7,6 +7,7 @@ sample per table by default, every generated predicate on SQLite in the full tie
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import random
 import sqlite3
 from collections.abc import Iterator
@@ -27,6 +28,17 @@ from tests.support.oracle import attach_clause, oracle_connect
 from tests.support.services import mysql_database, pg_database, require_env
 from tests.support.tiers import is_full
 
+# Per file of table `odd`: stats texts other writers may leave (padded, signed, 19 digits, not a number, all NULL,
+# impossible dates and times, a trailing zero in the fraction, a date for a timestamp, ISO `T`, year 0).
+ODD_INTS = [(" -40", "0"), ("+3", " 90 "), ("1234567890123456789", "-1"), ("x", "1e3"), (None, None), ("-5", "0500"),
+            ("-7", "7"), ("0", "100")]
+ODD_TIMES = [("2024-02-30 00:00:00", "2024-03-01 10:00:00"), ("2024-02-28 23:00:00.50", "2024-02-29 24:00:00"),
+             ("2024-02-29", "2024-03-01"), ("2024-02-28T23:00:00", "2024-03-02 00:00:00"),
+             ("0000-01-01 00:00:00", "2024-02-29 00:00:00.000001"), (None, "2024-02-29 12:00:00"),
+             ("2023-02-29 00:00:00", "2024-02-29 00:00:00"), ("2024-02-29 00:00:00.5", "2024-03-01 00:00:00.123456")]
+ODD_DATES = [("2024-02-30", "2024-03-01"), ("2023-02-29", "2024-02-29"), ("2024-02-29 00:00:00", "2024-03-01"),
+             ("0000-12-31", "2024-02-26"), ("2024-02-25", None), ("2024-13-01", "2024-14-01"),
+             ("2024-02-25", "2024-02-28"), ("2024-02-28", "2024-02-29")]
 TABLES = ["days", "cal", "ordered", "bucketed", "bmulti", "mixed", "tzp", "tzb", "yinf", "evolve", "promo"]
 
 
@@ -38,10 +50,11 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     try:
         con.execute(attach_clause("sqlite", root / "cat.sqlite", root / "data"))
         build_custom(con)
-        con.execute("CREATE TABLE lake.odd(i BIGINT, u UBIGINT)")
-        for k in range(6):
-            con.execute(f"INSERT INTO lake.odd SELECT r * {k + 1} - 40, r::UBIGINT * 300000000000000000 "
-                        f"FROM range({k * 7}, {k * 7 + 20}) t(r)")
+        con.execute("CREATE TABLE lake.odd(i BIGINT, u UBIGINT, t TIMESTAMP, d DATE)")
+        for k in range(len(ODD_TIMES)):
+            con.execute(f"INSERT INTO lake.odd SELECT r * {k + 1} - 40, r::UBIGINT * 200000000000000000, "
+                        f"TIMESTAMP '2024-02-28 23:00:00' + to_seconds(r * 1000 * {k + 1}), "
+                        f"DATE '2024-02-25' + CAST(r * {k + 1} AS INTEGER) FROM range({k * 7}, {k * 7 + 20}) t(r)")
         con.execute("DETACH lake")
     finally:
         con.close()
@@ -50,10 +63,10 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
         tid = db.execute("SELECT table_id FROM ducklake_table WHERE table_name = 'odd'").fetchone()[0]
         ids = [r[0] for r in db.execute(
             "SELECT data_file_id FROM ducklake_data_file WHERE table_id = ? ORDER BY 1", (tid,))]
-        for fid, lo, hi in zip(ids, (" -40", "+3", "1234567890123456789", "x", None, "-5"),
-                               ("0", " 90 ", "-1", "1e3", None, "0500"), strict=True):
-            db.execute("UPDATE ducklake_file_column_stats SET min_value = ?, max_value = ? "
-                       "WHERE data_file_id = ? AND column_id = 1", (lo, hi, fid))
+        for fid, ints, times, dates in zip(ids, ODD_INTS, ODD_TIMES, ODD_DATES, strict=True):
+            for cid, (lo, hi) in enumerate((ints, times, dates)):
+                db.execute("UPDATE ducklake_file_column_stats SET min_value = ?, max_value = ? "
+                           "WHERE data_file_id = ? AND column_id = ?", (lo, hi, fid, (1, 3, 4)[cid]))
         db.execute("UPDATE ducklake_file_column_stats SET value_count = 0 WHERE data_file_id = ? AND column_id = 1",
                    (ids[-1],))
     db.close()
@@ -90,6 +103,13 @@ def _odd_predicates() -> list[Predicate]:
     out: list[Predicate] = []
     for v in (-41, -40, -5, 0, 3, 90, 91, 500, 10 ** 17, 10 ** 18, 2 ** 63 - 1, -(2 ** 63)):
         out += [Predicate(c, op, (v,)) for c in ("i", "u") for op in ("=", "<", "<=", ">", ">=")]
+    for t in ("2024-02-28 23:00:00", "2024-02-28 23:00:00.5", "2024-02-29", "2024-02-29 00:00:00.000001",
+              "2024-02-29 12:00:00", "2024-03-01 00:00:00", "2024-03-01 10:00:00.5", "2024-03-02"):
+        out += [Predicate(c, op, (t,)) for c in ("t", "d") for op in ("=", "<", "<=", ">", ">=")]
+        out += [Predicate("t", op, (dt.datetime.fromisoformat(t),)) for op in ("=", "<", ">=")]
+    out += [Predicate("d", "=", (dt.date(2024, 2, 29),)), Predicate("t", "between", ("2024-02-29", "2024-03-01")),
+            Predicate("d", "in", ("2024-02-29", dt.date(2024, 3, 1))), Predicate("t", "<", ("2024-02-29T00:00:00Z",)),
+            Predicate("t", ">", ("9999-12-31 23:59:59",)), Predicate("d", "<", ("0001-01-01",))]
     out += [Predicate("i", "between", (5, -5)), Predicate("i", "between", (-45, -39)),
             Predicate("i", "in", (1, 95, 600)), Predicate("i", "in", tuple(range(200))),
             Predicate("i", "=", (True,)), Predicate("i", "=", (3.0,)), Predicate("i", "=", ("3",)),
