@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -217,6 +217,15 @@ def all_files(conn: Connection) -> list[CatalogFile]:
     out += [CatalogFile(int(r[0]), int(r[1]), r[2], _bool(r[3]), int(r[4] or 0), "delete") for r in conn.execute(
         select(x.c.delete_file_id, x.c.table_id, x.c.path, x.c.path_is_relative, x.c.file_size_bytes))]
     return out
+
+
+def file_path_rows(conn: Connection, *, batch: int = 50_000) -> Iterator[Sequence[Any]]:
+    """`(table_id, path, path_is_relative)` of every data and delete file row, at any snapshot, as plain tuples
+    streamed in batches (a lake may have millions)."""
+    for t in (s.data_file_t, s.delete_file_t):
+        result = conn.execute(select(t.c.table_id, t.c.path, t.c.path_is_relative),
+                              execution_options={"yield_per": batch})
+        yield from result.partitions(batch)
 
 
 def scheduled_files(conn: Connection, backend: Backend) -> list[ScheduledRow]:

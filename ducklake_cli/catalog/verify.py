@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, or_, select
 
 from ducklake_cli.catalog import schema as s
+from ducklake_cli.catalog.queries import visible
 from ducklake_cli.catalog.stats import NO_BOUNDS, encode_stat, stat_key
 from ducklake_cli.catalog.types import DECIMAL_TYPE, FLOAT_TYPES, INT_TYPES
 
@@ -89,6 +90,33 @@ def inlined_findings(conn: Connection, backend: Backend, refs: Iterable[InlinedR
             out.append(Finding("broken_inlined_table", f"inlined-data table {ref.table_name} lacks the column(s) "
                                                        f"{', '.join(lacking)}", ref.table_id))
     return out
+
+
+BATCH = 50_000  # file rows per fetch: memory stays bounded on a lake with millions of files
+# A live file row: (file id, table id, path, path_is_relative, recorded bytes, rows, format, encryption_key, data
+# file id, mapping id); a delete file's rows are its delete_count, its data file id the file it deletes from, and it
+# has no mapping id (None).
+FILE_ROW = ("file_id", "table_id", "path", "path_is_relative", "size", "rows", "format", "encryption_key",
+            "data_file_id", "mapping_id")
+
+
+def live_file_rows(conn: Connection, snapshot_id: int, table_ids: Sequence[int], *,
+                   batch: int = BATCH) -> Iterator[tuple[str, Sequence[Any]]]:
+    """`("data" | "delete", rows)`: the data files, then the delete files, live at a snapshot for the tables (each
+    ordered by id), as plain tuples laid out as `FILE_ROW`, streamed in batches."""
+    if not table_ids:
+        return
+    d, x = s.data_file_t, s.delete_file_t
+    ids = list(table_ids)
+    data = select(d.c.data_file_id, d.c.table_id, d.c.path, d.c.path_is_relative, d.c.file_size_bytes,
+                  d.c.record_count, d.c.file_format, d.c.encryption_key, d.c.data_file_id, d.c.mapping_id) \
+        .where(visible(d, snapshot_id), d.c.table_id.in_(ids)).order_by(d.c.data_file_id)
+    deletes = select(x.c.delete_file_id, x.c.table_id, x.c.path, x.c.path_is_relative, x.c.file_size_bytes,
+                     x.c.delete_count, x.c.format, x.c.encryption_key, x.c.data_file_id) \
+        .where(visible(x, snapshot_id), x.c.table_id.in_(ids)).order_by(x.c.delete_file_id)
+    for kind, statement in (("data", data), ("delete", deletes)):
+        for rows in conn.execute(statement, execution_options={"yield_per": batch}).partitions(batch):
+            yield kind, rows
 
 
 def column_ids_ever(conn: Connection, table_ids: Sequence[int]) -> dict[int, set[int]]:

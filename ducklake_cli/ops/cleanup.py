@@ -8,14 +8,24 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ducklake_cli.catalog import maintenance as m
 from ducklake_cli.catalog import options
-from ducklake_cli.catalog.maintenance import file_location, table_dirs
+from ducklake_cli.catalog.maintenance import table_dirs
+from ducklake_cli.catalog.queries import as_bool
 from ducklake_cli.ops.maintenance import FileAction, MaintenanceReport, Plan, option_threshold
-from ducklake_cli.storage.files import ensure_dir
-from ducklake_cli.storage.listing import delete_files, file_sizes, list_files, path_key, unsafe_reason
+from ducklake_cli.storage.files import ensure_dir, split_protocol
+from ducklake_cli.storage.listing import (
+    PathGuard,
+    complete,
+    delete_files,
+    file_sizes,
+    iter_files,
+    listed_time,
+    path_key,
+    spell,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -47,10 +57,27 @@ def resolve_age(meta: LakeMetadata, *, older_than: dt.datetime | None, all_files
 
 
 def referenced_paths(conn: Connection, data_path: str) -> set[str]:
-    """Path keys of every data and delete file any catalog row names, at any snapshot."""
+    """Path keys of every data and delete file any catalog row names, at any snapshot (rows streamed as tuples;
+    a relative path is joined to its table directory's key once computed per table)."""
     schemas, tables = m.directories(conn)
-    dirs = table_dirs(data_path, schemas, tables)
-    return {path_key(file_location(f, dirs, data_path)) for f in m.all_files(conn)}
+    full = table_dirs(data_path, schemas, tables)
+    dirs = {tid: path_key(d) for tid, d in full.items()}
+    root = path_key(ensure_dir(data_path))
+    flags: dict[Any, bool] = {}
+    out: set[str] = set()
+    add = out.add
+    for rows in m.file_path_rows(conn):
+        for tid, path, raw in rows:
+            relative = flags.get(raw)
+            if relative is None:
+                relative = flags[raw] = bool(as_bool(raw))
+            if not relative:
+                add(path_key(path))
+            elif path.startswith("/") or "//" in path:  # the joined key would differ from directory key + path
+                add(path_key(full.get(int(tid), ensure_dir(data_path)) + path))
+            else:
+                add(dirs.get(int(tid), root) + path)
+    return out
 
 
 def _protected(lake: Lake) -> list[str]:
@@ -116,12 +143,13 @@ def plan_cleanup(lake: Lake, *, older_than: dt.datetime | None = None, all_files
     candidates: list[tuple[int, str]] = []
     skipped: list[FileAction] = []
     young = 0
+    guard = PathGuard(data_path, _protected(lake))
     for row in rows:
         if age.before is not None and (row.schedule_start is None or row.schedule_start >= age.before):
             young += 1
             continue
         full = _scheduled_location(row, data_path)
-        reason = unsafe_reason(full, data_path, _protected(lake))
+        reason = guard.reason(full)
         if reason is None and path_key(full) in known:
             reason = "still referenced by a catalog row"
         if reason:
@@ -180,19 +208,38 @@ def plan_orphans(lake: Lake, *, older_than: dt.datetime | None = None, all_files
         age = resolve_age(meta, older_than=older_than, all_files=all_files, now=when)
         known = referenced_paths(r.conn, data_path) | {
             path_key(_scheduled_location(row, data_path)) for row in m.scheduled_files(r.conn, lake.backend)}
-    listed = list_files(data_path, lake.storage_options)
+    guard = PathGuard(data_path, _protected(lake))
+    ends = tuple(suffixes)
+    local = split_protocol(data_path)[0] == "file"
     orphans: list[tuple[str, int]] = []
-    young = other = 0
-    for f in listed:
-        if not f.path.endswith(tuple(suffixes)) or unsafe_reason(f.path, data_path, _protected(lake)):
-            other += 1
-        elif path_key(f.path) in known:
-            continue
-        elif age.before is not None and (f.modified is None or f.modified >= age.before):
-            young += 1
-        else:
-            orphans.append((f.path, f.size))
-    notes = [age.source, f"{len(listed)} file(s) listed under {data_path}"]
+    listed = young = other = 0
+    # Catalog membership first: path-safety work (real paths, once per directory) only for what it keeps.
+    for batch in iter_files(data_path, lake.storage_options, sizes=False):  # sizes: stat'ed below, candidates only
+        listed += len(batch)
+        for item in batch:
+            key = item[0]
+            if not key.endswith(ends):
+                other += 1
+            elif key in known:
+                if guard.key_reason(key, local=local, regular=True):
+                    other += 1
+            else:
+                full = complete(item)
+                if full is None:  # gone since it was listed: as if never listed
+                    listed -= 1
+                    continue
+                _, size, modified = full
+                path = spell(data_path, key)
+                if guard.reason(path):
+                    other += 1
+                    continue
+                stamp = listed_time(modified)
+                if age.before is not None and (stamp is None or stamp >= age.before):
+                    young += 1
+                else:
+                    orphans.append((path, size))
+    orphans.sort()
+    notes = [age.source, f"{listed} file(s) listed under {data_path}"]
     if young:
         notes.append(f"{young} unreferenced file(s) are younger than the grace period (maybe still being written)")
     if other:

@@ -134,19 +134,21 @@ def _dirs(r: LakeReader, sid: int, tables: Sequence[TableInfo]) -> dict[int, str
 
 
 def _gather(r: LakeReader, table: str | None, deep: bool) -> _Catalog:
+    """The catalog side of a check: tables, findings and, with `deep`, every live file with its stats (without,
+    the files are streamed by `_odd_files`)."""
     snapshots = r.snapshots()
     latest = snapshots[-1] if snapshots else r.latest_snapshot()
     sid = latest.snapshot_id
     tables = [r.find_table(sid, table)] if table else r.tables(sid)
     ids = [t.table_id for t in tables]
     by_id = {t.table_id: t for t in tables}
-    dirs = _dirs(r, sid, tables)
     files: list[_File] = []
-    for d in r.data_files(sid, ids):
+    dirs = _dirs(r, sid, tables) if deep else {}
+    for d in r.data_files(sid, ids) if deep else ():
         files.append(_File("data", by_id[d.table_id], d.data_file_id, file_path(dirs[d.table_id], d),
                            d.file_size_bytes, d.record_count, (d.file_format or "parquet").lower() == "parquet",
                            bool(d.encryption_key), d.data_file_id, d.mapping_id))
-    for x in r.delete_files(sid, ids):
+    for x in r.delete_files(sid, ids) if deep else ():
         files.append(_File("delete", by_id[x.table_id], x.delete_file_id, file_path(dirs[x.table_id], x),
                            x.file_size_bytes, x.delete_count, (x.format or "parquet").lower() == "parquet",
                            bool(x.encryption_key), x.data_file_id))
@@ -166,6 +168,40 @@ def _gather(r: LakeReader, table: str | None, deep: bool) -> _Catalog:
         out.mappings = dict(r.name_mappings({f.mapping_id for f in files if f.mapping_id is not None}))
         out.ever = cv.column_ids_ever(r.conn, ids)
     return out
+
+
+def _odd_files(r: LakeReader, cat: _Catalog, storage_options: Mapping[str, Any],
+               checked: dict[str, int]) -> tuple[list[_File], dict[str, int | None]]:
+    """Live files streamed from the catalog as tuples and stat'ed a batch at a time (`SizeProbe`), counted into
+    `checked`; only those whose size on storage is not the recorded one (missing, empty, cut or grown: the only
+    files a check that is not deep reports) come back, with their sizes."""
+    from ducklake_cli.catalog.queries import as_bool
+    from ducklake_cli.storage.listing import SizeProbe
+
+    by_id = {t.table_id: t for t in cat.tables}
+    dirs = _dirs(r, cat.snapshot_id, cat.tables)
+    probe = SizeProbe(storage_options)
+    flags: dict[Any, bool] = {}
+    odd: list[_File] = []
+    sizes: dict[str, int | None] = {}
+    for kind, rows in cv.live_file_rows(r.conn, cat.snapshot_id, list(by_id)):
+        paths = []
+        for row in rows:
+            relative = flags.get(row[3])
+            if relative is None:
+                relative = flags[row[3]] = bool(as_bool(row[3]))
+            paths.append(dirs[row[1]] + row[2] if relative else row[2])
+        found = probe.sizes(paths)
+        checked[f"{kind}_files"] += len(rows)
+        for row, path, size in zip(rows, paths, found, strict=True):
+            recorded = row[4] or 0
+            checked["bytes"] += recorded
+            if size is None or size == 0 or size != recorded:
+                odd.append(_File(kind, by_id[row[1]], row[0], path, recorded, row[5] or 0,
+                                 (row[6] or "parquet").lower() == "parquet", bool(row[7]), row[8],
+                                 row[9] if kind == "data" else None))
+                sizes[path] = size
+    return odd, sizes
 
 
 def _sizes(paths: Sequence[str], storage_options: Mapping[str, Any]) -> dict[str, int | None]:
@@ -305,9 +341,15 @@ def verify(lake: Lake, *, table: str | None = None, deep: bool = False) -> Verif
     """Check the lake (or one table) at its latest snapshot; with `deep`, read every Parquet footer too."""
     from ducklake_cli.storage.footers import read_summaries
 
+    checked = {"tables": 0, "data_files": 0, "delete_files": 0, "bytes": 0}
     with lake.reader() as r:
         cat = _gather(r, table, deep)
-    sizes = _sizes([f.path for f in cat.files], lake.storage_options)
+        if not deep:  # a file whose size is as recorded has nothing to report: keep only the others
+            cat.files, sizes = _odd_files(r, cat, lake.storage_options, checked)
+    if deep:
+        sizes = _sizes([f.path for f in cat.files], lake.storage_options)
+        checked.update(data_files=sum(f.kind == "data" for f in cat.files),
+                       delete_files=sum(f.kind == "delete" for f in cat.files), bytes=sum(f.size for f in cat.files))
     # A file larger than recorded: is what the catalog records (its first bytes) a whole Parquet file?
     grown = {f.path: f.size for f in cat.files if f.parquet and not f.encrypted and (sizes.get(f.path) or 0) > f.size}
     prefixes = read_summaries(sorted(grown), lake.storage_options, sizes=grown)
@@ -315,13 +357,11 @@ def verify(lake: Lake, *, table: str | None = None, deep: bool = False) -> Verif
     wanted = [f.path for f in cat.files if f.parquet and not f.encrypted and sizes.get(f.path)
               and (deep or sizes.get(f.path) != f.size) and isinstance(prefixes.get(f.path, ""), str)]
     footers = read_summaries(sorted(set(wanted)), lake.storage_options)
-    checked = {"tables": len(cat.tables), "data_files": sum(f.kind == "data" for f in cat.files),
-               "delete_files": sum(f.kind == "delete" for f in cat.files),
-               "bytes": sum(f.size for f in cat.files), "inlined_tables": cat.inlined, "snapshots": cat.snapshots,
-               "footers": 0, "stats_bounds": 0,
-               # footers of encrypted files need the key: --deep cannot check their counts or bounds
-               "footers_skipped_encrypted": sum(1 for f in cat.files if deep and f.parquet and f.encrypted
-                                                and sizes.get(f.path))}
+    checked.update({"tables": len(cat.tables), "inlined_tables": cat.inlined, "snapshots": cat.snapshots,
+                    "footers": 0, "stats_bounds": 0,
+                    # footers of encrypted files need the key: --deep cannot check their counts or bounds
+                    "footers_skipped_encrypted": sum(1 for f in cat.files if deep and f.parquet and f.encrypted
+                                                     and sizes.get(f.path))})
     problems = _file_problems(cat.files, sizes, footers, cat, checked, prefixes)
     names = {t.table_id: t.qualified_name for t in cat.tables}
     problems += [Problem(x.kind, x.detail, names.get(x.table_id) if x.table_id is not None else None)
