@@ -6,6 +6,10 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.elements import TryCast
+from sqlalchemy.sql.functions import FunctionElement
+
 from ducklake_cli.catalog.duckdb_storage import NEW_FILE_STORAGE, duckdb_file_storage, installed_duckdb
 from ducklake_cli.catalog.schema import BIGINT, BOOLEAN, TIMESTAMPTZ, UUID, VARCHAR, VARCHAR_NN
 from ducklake_cli.catalog.types import INT_TYPES, decimal_parts
@@ -173,10 +177,6 @@ class Backend:
         """SQL: whether a stored text has the form ("int", "date" or "timestamp", see `_PATTERNS`)."""
         return text.op("~")(_PATTERNS[form])
 
-    def bytewise(self, text: ColumnElement[Any]) -> ColumnElement[Any]:
-        """A text compared byte by byte (not by the database's collation)."""
-        return text
-
     def translate_connect_error(self, exc: Exception) -> DuckLakeError:
         """Map a driver error raised while connecting to one of our errors (never echoing secrets)."""
         text = str(getattr(exc, "orig", exc) or exc).strip().splitlines()[0] if str(exc) else type(exc).__name__
@@ -322,24 +322,6 @@ def _one_schema(name: str | None) -> tuple[None, str | None]:
     return None, name
 
 
-def _render_try_cast() -> None:
-    """Teach SQLAlchemy to render TRY_CAST for DuckDB (once)."""
-    global _TRY_CAST_RENDERED
-    if _TRY_CAST_RENDERED:
-        return
-    from sqlalchemy.ext.compiler import compiles
-    from sqlalchemy.sql.elements import TryCast
-
-    @compiles(TryCast, "duckdb")
-    def _try_cast(element: Any, compiler: Any, **kw: Any) -> str:
-        return f"TRY_CAST({compiler.process(element.clause, **kw)} AS {compiler.process(element.typeclause, **kw)})"
-
-    _TRY_CAST_RENDERED = True
-
-
-_TRY_CAST_RENDERED = False
-
-
 class DuckDBBackend(Backend):
     """DuckDB file catalogs (duckdb 1.5.5 … 2.0.x through duckdb_engine). A new file gets `NEW_FILE_STORAGE`; an
     existing file is opened as it is stored (a plain connection never raises its storage version), and one the
@@ -351,8 +333,7 @@ class DuckDBBackend(Backend):
         """TRY_CAST: DuckDB may evaluate a cast before the CASE that guards it (a hoisted common expression)."""
         from sqlalchemy import try_cast
 
-        _render_try_cast()
-        return try_cast(text, sql_type)
+        return try_cast(text, sql_type)  # rendered for DuckDB below
 
     def url(self) -> URL:
         """`duckdb:` URL of the file."""
@@ -469,10 +450,6 @@ class PostgresBackend(Backend):
 
     name = "postgres"
     consistent_isolation = "REPEATABLE READ"
-
-    def bytewise(self, text: ColumnElement[Any]) -> ColumnElement[Any]:
-        """A text compared by code point (the "C" collation), not the database's locale."""
-        return text.collate("C")
 
     def migration_refusal(self, conn: Connection) -> str | None:
         """A read-only session, a metadata schema we may not create tables in, or catalog tables another role owns
@@ -641,13 +618,6 @@ class MySQLBackend(Backend):
         """SQL: whether a stored text has the form (MySQL's REGEXP)."""
         return text.op("REGEXP")(_PATTERNS[form])
 
-    def bytewise(self, text: ColumnElement[Any]) -> ColumnElement[Any]:
-        """A text compared as bytes, whatever the column's character set and collation."""
-        from sqlalchemy import String, cast, type_coerce
-        from sqlalchemy.dialects.mysql import BINARY
-
-        return type_coerce(cast(text, BINARY()), String())  # literals compared with it stay bound as text
-
     def quote(self, ident: str) -> str:
         """Backtick quoting."""
         return "`" + ident.replace("`", "``") + "`"
@@ -712,3 +682,83 @@ BACKENDS: dict[str, type[Backend]] = {
 def backend_for(target: CatalogTarget) -> Backend:
     """The hook object for a target."""
     return BACKENDS[target.backend](target)
+
+
+class _OnlyDigits(FunctionElement[bool]):
+    """Whether a text is non-empty and only ASCII digits (a per-row check: each backend's fastest form)."""
+
+    inherit_cache = True
+    name = "only_digits"
+
+
+@compiles(_OnlyDigits)
+def _only_digits(element: _OnlyDigits, compiler: Any, **kw: Any) -> str:
+    rest = x = compiler.process(element.clauses, **kw)
+    for ch in "0123456789":
+        rest = f"replace({rest}, '{ch}', '')"
+    return f"(length({x}) > 0 AND length({rest}) = 0)"  # lengths: MySQL pads spaces when comparing text
+
+
+@compiles(_OnlyDigits, "sqlite")
+def _only_digits_sqlite(element: _OnlyDigits, compiler: Any, **kw: Any) -> str:
+    x = compiler.process(element.clauses, **kw)
+    return f"({x} <> '' AND {x} NOT GLOB '*[^0123456789]*')"
+
+
+@compiles(_OnlyDigits, "postgresql")
+def _only_digits_postgres(element: _OnlyDigits, compiler: Any, **kw: Any) -> str:
+    x = compiler.process(element.clauses, **kw)
+    return f"({x} <> '' AND {x} !~ '[^0123456789]')"
+
+
+@compiles(_OnlyDigits, "mysql")
+@compiles(_OnlyDigits, "mariadb")
+def _only_digits_mysql(element: _OnlyDigits, compiler: Any, **kw: Any) -> str:
+    x = compiler.process(element.clauses, **kw)
+    return f"(length({x}) > 0 AND {x} NOT REGEXP '[^0123456789]')"
+
+
+@compiles(_OnlyDigits, "duckdb")
+def _only_digits_duckdb(element: _OnlyDigits, compiler: Any, **kw: Any) -> str:
+    x = compiler.process(element.clauses, **kw)
+    return f"({x} <> '' AND NOT regexp_matches({x}, '[^0123456789]'))"
+
+
+class _ByteOrder(FunctionElement[Any]):
+    """A text expression compared by its bytes (code points), as Python compares strings, on every backend."""
+
+    inherit_cache = True
+    name = "byte_order"
+
+
+@compiles(_ByteOrder)
+def _byte_order(element: _ByteOrder, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(element.clauses, **kw))  # SQLite's BINARY, DuckDB's default
+
+
+@compiles(_ByteOrder, "postgresql")
+def _byte_order_postgres(element: _ByteOrder, compiler: Any, **kw: Any) -> str:
+    return f'({compiler.process(element.clauses, **kw)}) COLLATE "C"'
+
+
+@compiles(_ByteOrder, "mysql")
+@compiles(_ByteOrder, "mariadb")
+def _byte_order_mysql(element: _ByteOrder, compiler: Any, **kw: Any) -> str:
+    # UTF-8 bytes whatever the column's character set: no PAD SPACE, no case folding, and they decode.
+    return f"CAST(CONVERT({compiler.process(element.clauses, **kw)} USING utf8mb4) AS BINARY)"
+
+
+def only_digits(text: ColumnElement[Any]) -> ColumnElement[bool]:
+    """SQL: whether a text is non-empty and only ASCII digits (each backend's fastest per-row form)."""
+    return _OnlyDigits(text)
+
+
+def byte_order(text: ColumnElement[Any]) -> ColumnElement[Any]:
+    """A text compared by its bytes (code points), as Python compares strings, on every backend (MySQL returns
+    the bytes)."""
+    return _ByteOrder(text)
+
+
+@compiles(TryCast, "duckdb")
+def _try_cast_duckdb(element: Any, compiler: Any, **kw: Any) -> str:
+    return f"TRY_CAST({compiler.process(element.clause, **kw)} AS {compiler.process(element.typeclause, **kw)})"

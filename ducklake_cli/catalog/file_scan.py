@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from sqlalchemy import and_, case, func, literal, or_, select
 
 from ducklake_cli.catalog import schema as s
+from ducklake_cli.catalog.backends import byte_order
 from ducklake_cli.catalog.queries import visible
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ def _time_text(reader: MetadataReader, text: ColumnElement[Any], form: str) -> C
     days = case((m.in_([1, 3, 5, 7, 8, 10, 12]), 31), (m.in_([4, 6, 9, 11]), 30), (leap, 29), else_=28)
     clock = literal(True) if form == "date" else and_(part(12, 2) <= 23, part(15, 2) <= 59, part(18, 2) <= 59)
     valid = and_(y >= 1, m.between(1, 12), d >= 1, d <= days, clock)
-    return case((reader.backend.text_form(text, form), case((valid, reader.backend.bytewise(text)))))
+    return case((reader.backend.text_form(text, form), case((valid, byte_order(text)))))
 
 
 def _ruled_out(reader: MetadataReader, st: Any, t: StatsTest) -> ColumnElement[bool]:

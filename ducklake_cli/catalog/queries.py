@@ -4,15 +4,16 @@ metadata, snapshots and catalog objects on top."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, case, func, literal, not_, or_, select, true
+from sqlalchemy import and_, case, false, func, literal, literal_column, not_, null, or_, select, true
 
 from ducklake_cli.catalog import schema as s
-from ducklake_cli.catalog.backends import Backend
+from ducklake_cli.catalog.backends import Backend, byte_order, only_digits
 from ducklake_cli.catalog.models import (
     ColumnInfo,
     ColumnStats,
@@ -22,6 +23,7 @@ from ducklake_cli.catalog.models import (
     NameMapping,
     PartitionField,
 )
+from ducklake_cli.catalog.types import FLOAT_TYPES, INT_TYPES
 
 if TYPE_CHECKING:
     from sqlalchemy import ColumnElement, Connection, Row, Table
@@ -179,32 +181,72 @@ class FileQueries:
                                                    r.max_value, as_bool(r.contains_nan), r.column_size_bytes))
         return out
 
-    def column_stats_at(self, snapshot_id: int, table_id: int) -> dict[int, ColumnStatsSummary]:
-        """Per leaf column, file stats merged over the data files live at S (counts summed in SQL; min/max
-        candidates returned distinct, for a typed comparison by the caller)."""
+    def column_stats_at(self, snapshot_id: int, table_id: int,
+                        types: Mapping[int, str] | None = None) -> dict[int, ColumnStatsSummary]:
+        """Per leaf column, file stats merged over the data files live at S: counts summed in SQL; min/max as a few
+        candidates for the caller's typed comparison. With `types` (column id → DuckLake type) the candidates are
+        narrowed in SQL: text-compared types to their byte-order MIN/MAX (in the counting query); integers and
+        decimals in canonical form to the MIN/MAX text of each (length, sign) group, their other texts
+        read in full; floats and untyped columns come back distinct."""
         f, d = s.file_column_stats_t, s.data_file_t
         live = f.join(d, and_(d.c.data_file_id == f.c.data_file_id, visible(d, snapshot_id)))
-        where = (f.c.table_id == table_id,)
+        kinds = {cid: _bound_kind(t) for cid, t in (types or {}).items()}
         out: dict[int, ColumnStatsSummary] = {}
         nan_int = case((f.c.contains_nan.is_(True), literal(1)), else_=literal(0))
         for r in self.conn.execute(
             select(f.c.column_id, func.count(), func.count(f.c.null_count), func.sum(f.c.null_count),
                    func.count(f.c.value_count), func.sum(f.c.value_count), func.count(f.c.contains_nan),
-                   func.sum(nan_int))
-            .select_from(live).where(*where).group_by(f.c.column_id)
+                   func.sum(nan_int), func.min(byte_order(f.c.min_value)), func.max(byte_order(f.c.max_value)))
+            .select_from(live).where(f.c.table_id == table_id).group_by(f.c.column_id)
         ):
-            n = int(r[1])
+            n, text = int(r[1]), kinds.get(r[0]) == "text"
             out[r[0]] = ColumnStatsSummary(
                 null_count=int(r[3] or 0) if r[2] == n else None,
                 value_count=int(r[5] or 0) if r[4] == n else None,
                 contains_nan=True if (r[7] or 0) > 0 else (False if r[6] == n else None),
+                mins=[_text(r[8])] if text and r[8] is not None else [],
+                maxs=[_text(r[9])] if text and r[9] is not None else [],
             )
-        for col, attr in ((f.c.min_value, "mins"), (f.c.max_value, "maxs")):
-            for cid, value in self.conn.execute(
-                select(f.c.column_id, col).distinct().select_from(live).where(*where, col.is_not(None))
-            ).tuples().all():
-                if cid in out:
-                    getattr(out[cid], attr).append(value)
+        rest = sorted(cid for cid in out if kinds.get(cid) != "text")
+        if not rest:
+            return out
+        by_scale: dict[int, list[int]] = defaultdict(list)  # integers (scale 0) and decimals by their scale
+        for cid in rest:
+            scale = kinds.get(cid)
+            if isinstance(scale, int):
+                by_scale[scale].append(cid)
+        fixed = sorted(cid for ids in by_scale.values() for cid in ids)
+        # Fixed-point columns grouped by (length, sign): canonical texts of one group compare as their
+        # numbers do, so its MIN and MAX text are the candidates; a group holding any other text is read in full.
+        # Other columns are grouped by each distinct text. Min and max groups are crossed: one pass over the rows.
+        is_fixed = f.c.column_id.in_(fixed) if fixed else false()
+        keys: list[ColumnElement[Any]] = []
+        aggs: list[ColumnElement[Any]] = []
+        for col in (f.c.min_value, f.c.max_value):
+            canonical = or_(false(), *(and_(f.c.column_id.in_(ids), _canonical_number(col, scale))
+                                       for scale, ids in by_scale.items()))
+            keys += [case((is_fixed, func.length(col)), else_=null()),
+                     case((is_fixed, case((func.substr(col, 1, 1) == "-", -1), else_=1)), else_=null()),
+                     case((is_fixed, null()), else_=byte_order(col))]
+            aggs += [func.min(byte_order(col)), func.max(byte_order(col)),
+                     func.min(case((or_(col.is_(None), canonical), 1), else_=0))]
+        odd: set[tuple[int, str]] = set()
+        for r in self.conn.execute(
+            select(f.c.column_id, *aggs).select_from(live)
+            .where(f.c.table_id == table_id, f.c.column_id.in_(rest)).group_by(f.c.column_id, *keys)
+        ):
+            st = out[r[0]]
+            for found, attr, (lo, hi, ok) in ((st.mins, "min_value", r[1:4]), (st.maxs, "max_value", r[4:7])):
+                found.extend(_text(v) for v in ((lo, hi) if lo != hi else (lo,)) if v is not None)
+                if r[0] in fixed and not ok:
+                    odd.add((r[0], attr))
+        for cid, attr in sorted(odd):  # not all canonical (DuckDB writes them so): every distinct text
+            col = f.c[attr]
+            getattr(out[cid], attr[:3] + "s").extend(_text(v) for v in self.conn.execute(
+                select(col).distinct().select_from(live)
+                .where(f.c.table_id == table_id, f.c.column_id == cid, col.is_not(None))).scalars())
+        for cid in rest:  # a value can bound several groups
+            out[cid].mins, out[cid].maxs = list(dict.fromkeys(out[cid].mins)), list(dict.fromkeys(out[cid].maxs))
         return out
 
     def file_totals(self, snapshot_id: int, table_ids: Sequence[int]) -> dict[int, FileTotals]:
@@ -359,3 +401,100 @@ class FileQueries:
         sql = (f"SELECT {row_id}{', ' + exprs if exprs else ''} FROM {q(inlined.table_name)} "
                f"WHERE {begin} <= {sid} AND ({end} IS NULL OR {end} > {sid}) ORDER BY {row_id}")
         return [tuple(r) for r in self.conn.exec_driver_sql(sql)]
+
+    # ----- listings and aggregates for `inspect` ----------------------------------------------------------
+    def size_histogram(self, snapshot_id: int, table_id: int, limits: Sequence[int]) -> list[int]:
+        """How many data files live at S fall below each of the ascending `limits` (and not below the one
+        before), then how many reach the last: counted in SQL (a missing size counts as 0)."""
+        d = s.data_file_t
+        size = func.coalesce(d.c.file_size_bytes, literal_column("0"))
+
+        def const(n: int) -> ColumnElement[Any]:  # inline: PostgreSQL matches GROUP BY to SELECT by text
+            return literal_column(str(int(n)))
+
+        bucket = case(*((size < const(limit), const(i)) for i, limit in enumerate(limits)), else_=const(len(limits)))
+        out = [0] * (len(limits) + 1)
+        for i, n in self.conn.execute(
+            select(bucket, func.count()).where(visible(d, snapshot_id), d.c.table_id == table_id).group_by(bucket)
+        ):
+            out[int(i)] += int(n)
+        return out
+
+    def live_delete_files(self, snapshot_id: int, table_id: int) -> list[DeleteFile]:
+        """Delete files visible at S of data files visible at S, by id."""
+        x, d = s.delete_file_t, s.data_file_t
+        live = and_(d.c.data_file_id == x.c.data_file_id, visible(d, snapshot_id))
+        rows = self.conn.execute(select(x).select_from(x.join(d, live))
+                                 .where(visible(x, snapshot_id), x.c.table_id == table_id)
+                                 .order_by(x.c.delete_file_id))
+        return [delete_file(r) for r in rows]
+
+    def file_listing(self, snapshot_id: int, table_ids: Sequence[int], *, batch: int = 10_000
+                     ) -> Iterator[tuple[Any, ...]]:
+        """Data files visible at S for the tables, by id, streamed from the cursor, each with its delete file
+        visible at S (NULLs without one): `(table_id, data_file_id, path, path_is_relative, record_count,
+        file_size_bytes, begin_snapshot, delete_file_id, delete path, delete path_is_relative, delete_count)`."""
+        d, x = s.data_file_t, s.delete_file_t
+        ids = list(table_ids)
+        on = and_(x.c.data_file_id == d.c.data_file_id, visible(x, snapshot_id), x.c.table_id.in_(ids))
+        query = (select(d.c.table_id, d.c.data_file_id, d.c.path, d.c.path_is_relative, d.c.record_count,
+                        d.c.file_size_bytes, d.c.begin_snapshot, x.c.delete_file_id, x.c.path, x.c.path_is_relative,
+                        x.c.delete_count)
+                 .select_from(d.outerjoin(x, on))
+                 .where(visible(d, snapshot_id), d.c.table_id.in_(ids)).order_by(d.c.data_file_id))
+        result = self.conn.execution_options(yield_per=batch).execute(query)
+        try:
+            for part in result.partitions():
+                yield from (tuple(r) for r in part)
+        finally:
+            result.close()
+
+    def snapshot_listing(self, *, batch: int = 10_000) -> Iterator[tuple[Any, ...]]:
+        """Every snapshot, oldest first, streamed from the cursor: `(snapshot_id, snapshot_time (aware UTC),
+        schema_version, changes_made, author, commit_message, commit_extra_info)`."""
+        sn, ch = s.snapshot_t, s.snapshot_changes_t
+        query = (select(sn.c.snapshot_id, sn.c.snapshot_time, sn.c.schema_version, ch.c.changes_made, ch.c.author,
+                        ch.c.commit_message, ch.c.commit_extra_info)
+                 .select_from(sn.outerjoin(ch, ch.c.snapshot_id == sn.c.snapshot_id)).order_by(sn.c.snapshot_id))
+        decode, epoch = self.backend.decode_timestamp, dt.datetime.fromtimestamp(0, dt.UTC)
+        result = self.conn.execution_options(yield_per=batch).execute(query)
+        try:
+            for part in result.partitions():
+                for r in part:
+                    yield (r[0], decode(r[1]) or epoch, *r[2:])
+        finally:
+            result.close()
+
+
+def _text(value: Any) -> str:
+    """Stats text as read back (MySQL returns the bytes of a binary cast)."""
+    return value.decode() if isinstance(value, bytes | bytearray) else str(value)
+
+
+def _bound_kind(type_name: str) -> str | int:
+    """How `inspect` compares a type's stats text: "text"; the scale of canonical texts that compare as fixed-point
+    numbers (0: integers, s: `decimal(p,s)`); or "number" (floats, and what else needs Python)."""
+    if type_name in INT_TYPES:
+        return 0
+    if type_name in FLOAT_TYPES:
+        return "number"
+    if type_name.startswith("decimal"):
+        _, _, scale = type_name.rstrip(")").partition(",")
+        return int(scale) if scale.strip().isdigit() else "number"
+    return "text"
+
+
+def _canonical_number(text: ColumnElement[Any], scale: int) -> ColumnElement[bool]:
+    """Stats text that is a number in canonical form: optional '-', ASCII digits without a leading zero, then (with
+    a scale) '.' and exactly `scale` digits. Such texts compare as numbers by (sign, length, text)."""
+    digits = case((func.substr(text, 1, 1) == "-", func.substr(text, 2)), else_=text)
+    if scale == 0:
+        whole: ColumnElement[Any] = digits
+        checks: list[ColumnElement[bool]] = []
+    else:
+        n = func.length(digits) - literal_column(str(scale))
+        whole = func.substr(digits, 1, n - literal_column("1"))
+        checks = [func.length(digits) > literal_column(str(scale + 1)), func.substr(digits, n, 1) == ".",
+                  only_digits(func.substr(digits, n + literal_column("1")))]
+    return and_(*checks, func.length(digits) < 100, only_digits(whole),
+                or_(func.substr(whole, 1, 1) != "0", func.length(whole) == 1))

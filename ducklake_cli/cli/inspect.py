@@ -17,7 +17,7 @@ from ducklake_cli.cli.common import (
     exclusive,
     time_travel,
 )
-from ducklake_cli.cli.render import OutputFormat, render
+from ducklake_cli.cli.render import OutputFormat, render, render_streamed
 from ducklake_cli.cli.runner import lake_command
 
 if TYPE_CHECKING:
@@ -58,6 +58,10 @@ def inspect(
 
     with lake_command(catalog, data_path=data_path, metadata_schema=metadata_schema) as lake:
         result: Result
+        if (snapshots or files) and fmt is not OutputFormat.table:  # listings that can be long: streamed
+            render_streamed(ops.snapshot_stream(lake, table) if snapshots else ops.file_stream(lake, table, at=at),
+                            fmt)
+            return
         if snapshots:
             result = ops.snapshots(lake, table)
         elif files:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from collections.abc import Iterable, Iterator
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from ducklake_cli.ops.results import Result, Section
 
@@ -87,6 +88,70 @@ def render(result: Result, fmt: OutputFormat) -> None:
     for section in result.sections():
         if section.table:
             console.print(_rich_section(section))
+
+
+class StreamedResult(Protocol):
+    """A metadata listing whose rows are read while they are written (`--format json|csv`)."""
+
+    def json_stream(self, *, compact: bool) -> tuple[dict[str, Any] | None, str | None, Iterator[Any]]:
+        """The JSON document around the list (None: the list is the document), the list's key, and its items:
+        with `compact`, each already encoded as `json.dumps(item)` would encode it."""
+
+    def csv_stream(self) -> tuple[tuple[str, ...], Iterator[tuple[Any, ...]]]:
+        """The CSV header and rows."""
+
+
+_LIST = "\x00list\x00"  # where the streamed list goes in its document
+_BATCH = 1000  # items per write
+
+
+def render_streamed(result: StreamedResult, fmt: OutputFormat) -> None:
+    """Write a listing to stdout as JSON or CSV row by row, byte for byte what `render` writes for the same
+    rows built in memory."""
+    out = sys.stdout
+    if fmt is OutputFormat.csv:
+        columns, rows = result.csv_stream()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)  # None is written as "", as `render` writes it
+        return
+    indent = 2 if out.isatty() else None
+    head, key, items = result.json_stream(compact=indent is None)
+    doc = _LIST if head is None else {**head, str(key): _LIST}
+    before, after = json.dumps(doc, indent=indent, default=str).split(json.dumps(_LIST))
+    line = before.rpartition("\n")[2]  # the list's line: its indentation is the list's depth
+    out.write(before)
+    if indent is None:
+        first = True
+        for batch in _batches(items):
+            out.write(("[" if first else ", ") + ", ".join(batch))
+            first = False
+        out.write("[]" if first else "]")
+    else:
+        _write_json_list(out, items, indent, depth=len(line) - len(line.lstrip(" ")))
+    out.write(after + "\n")
+
+
+def _write_json_list(out: IO[str], items: Iterable[Any], indent: int, *, depth: int) -> None:
+    """A JSON array as `json.dumps(…, indent=indent)` writes it at `depth` spaces of indentation, encoded a batch
+    of items at a time (each batch is a list whose brackets are dropped)."""
+    first = True
+    for batch in _batches(items):
+        text = json.dumps(batch, indent=indent, default=str)
+        out.write(("[" if first else ",") + text[1:-2].replace("\n", "\n" + " " * depth))
+        first = False
+    out.write("[]" if first else "\n" + " " * depth + "]")
+
+
+def _batches(items: Iterable[Any]) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == _BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def render_stream(stream: RowStream, fmt: OutputFormat) -> int:

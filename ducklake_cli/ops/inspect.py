@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from json.encoder import encode_basestring_ascii as _json_str
 from typing import Any
 
 from ducklake_cli.catalog.changes import parse_changes
@@ -14,7 +17,7 @@ from ducklake_cli.catalog.models import ColumnInfo, TableInfo, ViewInfo
 from ducklake_cli.catalog.names import pick_entry, split_qualified
 from ducklake_cli.catalog.partitions import transform_text
 from ducklake_cli.catalog.paths import file_path, table_dir
-from ducklake_cli.catalog.queries import ColumnStatsSummary
+from ducklake_cli.catalog.queries import ColumnStatsSummary, as_bool
 from ducklake_cli.catalog.snapshots import LATEST, SnapshotSelector
 from ducklake_cli.catalog.types import FLOAT_TYPES, INT_TYPES
 from ducklake_cli.catalog.versions import format_version
@@ -232,15 +235,7 @@ class SnapshotList:
     def to_json(self) -> Any:
         """A list of snapshot objects (built directly: this list can hold many thousands); `metrics` sums the
         per-table `tables` entries."""
-        return [
-            {"snapshot_id": s.snapshot_id, "snapshot_time": s.snapshot_time.isoformat(),
-             "schema_version": s.schema_version, "changes": s.changes, "author": s.author,
-             "commit_message": s.commit_message, "commit_extra_info": s.commit_extra_info,
-             "metrics": s.metrics.as_dict(),
-             "tables": [{"table_id": m.table_id, "schema": m.schema, "table": m.table, **m.metrics.as_dict()}
-                        for m in s.tables]}
-            for s in self.snapshots
-        ]
+        return [_snapshot_json(s) for s in self.snapshots]
 
     def sections(self) -> list[Section]:
         """One row per snapshot with its totals (compact for people, one number a column in CSV); then one row
@@ -252,8 +247,7 @@ class SnapshotList:
         )
         head = ("snapshot_id", "time", "schema_version", "changes", "author", "message")
         shown = tuple((*b, *_compact(s.metrics)) for b, s in zip(base, self.snapshots, strict=True))
-        flat = tuple((*b, *(s.metrics.as_dict()[k] for k in _SHOWN)) for b, s in zip(base, self.snapshots,
-                                                                                        strict=True))
+        flat = tuple(_snapshot_csv(s) for s in self.snapshots)
         per_table = tuple(
             (s.snapshot_id, f"{m.schema}.{m.table}" if m.table else str(m.table_id), *_compact(m.metrics))
             for s in self.snapshots for m in s.tables
@@ -264,9 +258,76 @@ class SnapshotList:
                         per_table, csv=False, history=True)]
 
 
+_SNAPSHOT_CSV = ("snapshot_id", "time", "schema_version", "changes", "author", "message", *_SHOWN)
+_METRIC_FIELDS = tuple(f.name for f in dataclasses.fields(Metrics))
+
+
 def _compact(m: Metrics) -> tuple[str, str, str]:
     return (f"+{m.rows_added} -{m.rows_deleted}", f"+{m.files_added} -{m.files_removed}",
             f"+{m.bytes_added} -{m.bytes_removed}")
+
+
+_PLAIN_METRICS = tuple(vars(Metrics())) == _METRIC_FIELDS  # its attributes are exactly its fields, in order
+
+
+def _metrics_json(m: Metrics) -> dict[str, int]:
+    """`Metrics.as_dict()`, the same keys in the same order, without a `fields()` walk per call."""
+    out = {"rows_added": m.rows_added, "rows_deleted": m.rows_deleted,
+           "files_added": m.data_files_added + m.delete_files_added,
+           "files_removed": m.data_files_removed + m.delete_files_removed}
+    out.update(vars(m) if _PLAIN_METRICS else {name: getattr(m, name) for name in _METRIC_FIELDS})
+    return out
+
+
+def _snapshot_json(s: SnapshotRow) -> dict[str, Any]:
+    """One snapshot object of `inspect --snapshots --format json`."""
+    return {"snapshot_id": s.snapshot_id, "snapshot_time": s.snapshot_time.isoformat(),
+            "schema_version": s.schema_version, "changes": s.changes, "author": s.author,
+            "commit_message": s.commit_message, "commit_extra_info": s.commit_extra_info,
+            "metrics": _metrics_json(s.metrics),
+            "tables": [{"table_id": m.table_id, "schema": m.schema, "table": m.table, **_metrics_json(m.metrics)}
+                       for m in s.tables]}
+
+
+def _metrics_text(m: Metrics) -> str:
+    """`json.dumps(_metrics_json(m))` without the inner braces."""
+    return ", ".join(f'"{k}": {_json_value(v)}' for k, v in _metrics_json(m).items())
+
+
+def _snapshot_text(s: SnapshotRow) -> str:
+    """`json.dumps(_snapshot_json(s))`, encoded piece by piece (this list can hold many thousands)."""
+    v = _json_value
+    tables = ", ".join(f'{{"table_id": {v(m.table_id)}, "schema": {v(m.schema)}, "table": {v(m.table)}, '
+                       f'{_metrics_text(m.metrics)}}}' for m in s.tables)
+    return (f'{{"snapshot_id": {v(s.snapshot_id)}, "snapshot_time": {v(s.snapshot_time.isoformat())}, '
+            f'"schema_version": {v(s.schema_version)}, "changes": {json.dumps(s.changes)}, "author": {v(s.author)}, '
+            f'"commit_message": {v(s.commit_message)}, "commit_extra_info": {v(s.commit_extra_info)}, '
+            f'"metrics": {{{_metrics_text(s.metrics)}}}, "tables": [{tables}]}}')
+
+
+def _snapshot_csv(s: SnapshotRow) -> tuple[Any, ...]:
+    """One row of `inspect --snapshots --format csv`."""
+    m = s.metrics
+    return (s.snapshot_id, s.snapshot_time.isoformat(), s.schema_version,
+            "; ".join(f"{k}: {', '.join(v)}" for k, v in s.changes.items()), s.author, s.commit_message,
+            m.rows_added, m.rows_deleted, m.files_added, m.files_removed, m.bytes_added, m.bytes_removed)
+
+
+@dataclass(frozen=True)
+class SnapshotStream:
+    """`inspect --snapshots` as JSON or CSV, each snapshot read from the catalog as it is written."""
+
+    rows: Iterator[SnapshotRow]
+    table: str | None = None
+
+    def json_stream(self, *, compact: bool) -> tuple[dict[str, Any] | None, str | None, Iterator[Any]]:
+        """The document around the list (none: the list is the document), its key, and the list's items (with
+        `compact`, encoded)."""
+        return None, None, (_snapshot_text(s) if compact else _snapshot_json(s) for s in self.rows)
+
+    def csv_stream(self) -> tuple[tuple[str, ...], Iterator[tuple[Any, ...]]]:
+        """The CSV header and rows (`SnapshotList`'s CSV section)."""
+        return _SNAPSHOT_CSV, (_snapshot_csv(s) for s in self.rows)
 
 
 @dataclass(frozen=True)
@@ -299,8 +360,47 @@ class FileList:
         """One row per data file."""
         rows = tuple((f.schema, f.table, f.data_file_id, f.path, f.record_count, f.file_size_bytes,
                       f.begin_snapshot, f.delete_file, f.delete_count) for f in self.files)
-        return [Section("Data files", ("schema", "table", "data_file_id", "path", "records", "bytes",
-                                       "snapshot", "delete_file", "deletes"), rows)]
+        return [Section("Data files", _FILE_CSV, rows)]
+
+
+_FILE_CSV = ("schema", "table", "data_file_id", "path", "records", "bytes", "snapshot", "delete_file", "deletes")
+
+
+@dataclass(frozen=True)
+class FileStream:
+    """`inspect --files` as JSON or CSV, each file read from the catalog cursor as it is written."""
+
+    snapshot_id: int
+    rows: Iterator[tuple[Any, ...]]  # FileRow's fields in order
+
+    def json_stream(self, *, compact: bool) -> tuple[dict[str, Any] | None, str | None, Iterator[Any]]:
+        """`{"snapshot_id": …, "files": [...]}` as FileList writes it: the head, the list's key, its items (with
+        `compact`, encoded)."""
+        if compact:
+            return {"snapshot_id": self.snapshot_id}, "files", (_file_text(r) for r in self.rows)
+        names = [f.name for f in dataclasses.fields(FileRow)]
+        return {"snapshot_id": self.snapshot_id}, "files", (dict(zip(names, r, strict=True)) for r in self.rows)
+
+    def csv_stream(self) -> tuple[tuple[str, ...], Iterator[tuple[Any, ...]]]:
+        """The CSV header and rows (FileList's one section)."""
+        return _FILE_CSV, self.rows
+
+
+def _json_value(value: Any) -> str:
+    """`json.dumps(value)` for the scalars of a listing, the common ones without the encoder's set-up."""
+    if type(value) is int:
+        return str(value)
+    if type(value) is str:
+        return _json_str(value)
+    return "null" if value is None else json.dumps(value, default=str)
+
+
+def _file_text(r: tuple[Any, ...]) -> str:
+    """`json.dumps` of one `--files` object (`FileRow`'s fields in order)."""
+    v = _json_value
+    return (f'{{"schema": {v(r[0])}, "table": {v(r[1])}, "data_file_id": {v(r[2])}, "path": {v(r[3])}, '
+            f'"record_count": {v(r[4])}, "file_size_bytes": {v(r[5])}, "begin_snapshot": {v(r[6])}, '
+            f'"delete_file": {v(r[7])}, "delete_count": {v(r[8])}}}')
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -334,6 +434,23 @@ def _table_summary(t: TableInfo, c: TableCounts) -> TableSummary:
 def snapshots(lake: Lake, table: str | None = None) -> SnapshotList:
     """Every snapshot with its changes parsed as DuckDB's `ducklake_snapshots()` shows them and its operation
     metrics from metadata; with `table`, only the snapshots that changed that table, with its metrics alone."""
+    return SnapshotList(tuple(_started(_snapshot_rows(lake, table))), table)
+
+
+def snapshot_stream(lake: Lake, table: str | None = None) -> SnapshotStream:
+    """`snapshots` read while they are written: the table is looked up now (errors before any output), the
+    snapshots one at a time as the stream is consumed (inside the open lake)."""
+    return SnapshotStream(_started(_snapshot_rows(lake, table)), table)
+
+
+def _started(rows: Iterator[Any]) -> Iterator[Any]:
+    """A row generator run up to its first `yield None`: what can fail before the first row has failed."""
+    next(rows)
+    return rows
+
+
+def _snapshot_rows(lake: Lake, table: str | None) -> Iterator[SnapshotRow | None]:
+    """None once set up, then each snapshot row (see `snapshots`), in one reader."""
     with lake.reader() as r:
         tid = None
         names = table_names(r.conn, r.backend)
@@ -341,24 +458,35 @@ def snapshots(lake: Lake, table: str | None = None) -> SnapshotList:
             tid = _table_id(r, table, names)
         metrics = snapshot_metrics(r.conn, r.backend, None if tid is None else [tid], data_path=r.data_path,
                                    storage_options=lake.storage_options)
-        rows = []
-        for s in r.snapshots():
-            try:
-                changes = parse_changes(s.changes_made)
-            except ChangeParseError:
-                changes = {"unparsed": [s.changes_made or ""]}
-            per = metrics.get(s.snapshot_id, {})
-            if tid is not None and tid not in per and not _names_table(changes, tid, names, s.snapshot_id):
+        yield None
+        parsed: dict[str | None, dict[str, list[str]]] = {}  # change strings repeat (e.g. inserted_into_table:1)
+        no_metrics: dict[int, Metrics] = {}
+        for sid, when, schema_version, made, author, message, extra in r.snapshot_listing():
+            changes = parsed.get(made)
+            if changes is None:
+                try:
+                    changes = parse_changes(made)
+                except ChangeParseError:
+                    changes = {"unparsed": [made or ""]}
+                if len(parsed) < 4096:
+                    parsed[made] = changes
+            per = metrics.get(sid, no_metrics)
+            if tid is not None and tid not in per and not _names_table(changes, tid, names, sid):
                 continue
-            total = Metrics()
-            entries = []
-            for table_id in sorted(per):
-                total.add(per[table_id])
-                schema_name, table_name = name_at(names, table_id, s.snapshot_id)
-                entries.append(TableMetrics(table_id, schema_name, table_name, per[table_id]))
-            rows.append(SnapshotRow(s.snapshot_id, s.snapshot_time, s.schema_version, changes, s.author,
-                                    s.commit_message, s.commit_extra_info, total, tuple(entries)))
-        return SnapshotList(tuple(rows), table)
+            entries = tuple(TableMetrics(table_id, *name_at(names, table_id, sid), per[table_id])
+                            for table_id in sorted(per))
+            yield SnapshotRow(sid, when, schema_version, changes, author, message, extra, _total(per), entries)
+
+
+def _total(per: Mapping[int, Metrics]) -> Metrics:
+    """The per-table metrics summed (one table's own object: nothing changes it)."""
+    if len(per) == 1:
+        return next(iter(per.values()))
+    total = Metrics()
+    for m in per.values():
+        for name in _METRIC_FIELDS:
+            setattr(total, name, getattr(total, name) + getattr(m, name))
+    return total
 
 
 def _table_id(r: LakeReader, table: str, names: TableNames) -> int:
@@ -384,36 +512,41 @@ def _names_table(changes: dict[str, list[str]], table_id: int, names: TableNames
 
 def files(lake: Lake, table: str | None = None, *, at: SnapshotSelector = LATEST) -> FileList:
     """Data files (with their delete files) live at a snapshot, for one table or all."""
+    rows = _file_rows(lake, table, at)
+    sid = next(rows)
+    return FileList(sid, tuple(FileRow(*row) for row in rows))
+
+
+def file_stream(lake: Lake, table: str | None = None, *, at: SnapshotSelector = LATEST) -> FileStream:
+    """`files` read while they are written: snapshot and table resolved now (errors before any output), the
+    files streamed from the catalog cursor as the stream is consumed (inside the open lake)."""
+    rows = _file_rows(lake, table, at)
+    return FileStream(next(rows), rows)
+
+
+def _file_rows(lake: Lake, table: str | None, at: SnapshotSelector) -> Iterator[Any]:
+    """The snapshot id once set up, then each file as a tuple of `FileRow`'s fields, in one reader."""
     with lake.reader() as r:
         snap = at.resolve(r)
         sid = snap.snapshot_id
         tables = [r.find_table(sid, table)] if table else r.tables(sid)
         schemas = {sc.schema_id: sc for sc in r.schemas(sid)}
         root = r.data_path
-        ids = [t.table_id for t in tables]
-        deletes = {d.data_file_id: d for d in r.delete_files(sid, ids)}
-        by_id = {t.table_id: t for t in tables}
-        rows = []
-        for f in r.data_files(sid, ids):
-            t = by_id[f.table_id]
-            tdir = table_dir(root, schemas[t.schema_id], t)
-            d = deletes.get(f.data_file_id)
-            rows.append(FileRow(t.schema_name, t.name, f.data_file_id, file_path(tdir, f), f.record_count,
-                                f.file_size_bytes, f.begin_snapshot, file_path(tdir, d) if d else None,
-                                d.delete_count if d else 0))
-        return FileList(sid, tuple(rows))
+        where = {t.table_id: (t.schema_name, t.name, table_dir(root, schemas[t.schema_id], t)) for t in tables}
+        yield sid
+        for tid, fid, path, rel, records, size, begin, did, dpath, drel, deletes in r.file_listing(sid, list(where)):
+            schema_name, table_name, tdir = where[tid]
+            yield (schema_name, table_name, fid, tdir + path if as_bool(rel) else path, records or 0, size or 0,
+                   begin, None if did is None else tdir + dpath if as_bool(drel) else dpath,
+                   0 if did is None else deletes or 0)
 
 
 HISTOGRAM = ((1 << 20, "< 1 MiB"), (8 << 20, "1-8 MiB"), (64 << 20, "8-64 MiB"), (256 << 20, "64-256 MiB"))
 
 
-def _histogram(sizes: list[int]) -> dict[str, int]:
-    out = {label: 0 for _, label in HISTOGRAM}
-    out[">= 256 MiB"] = 0
-    for size in sizes:
-        label = next((lbl for limit, lbl in HISTOGRAM if size < limit), ">= 256 MiB")
-        out[label] += 1
-    return out
+def _histogram(counts: list[int]) -> dict[str, int]:
+    """Bucket counts (one per `HISTOGRAM` limit, then the rest) by their labels."""
+    return dict(zip([label for _, label in HISTOGRAM] + [">= 256 MiB"], counts, strict=True))
 
 
 def _flatten(cols: tuple[ColumnInfo, ...], prefix: str = "") -> list[tuple[str, ColumnInfo]]:
@@ -516,14 +649,13 @@ def table_detail(lake: Lake, table: str, *, at: SnapshotSelector = LATEST) -> Ta
         counts = table_counts(r, snapshot_id=sid, data_path=root, tables=[t], schemas=schemas,
                               storage_options=lake.storage_options)[t.table_id]
         tdir = table_dir(root, next(sc for sc in schemas if sc.schema_id == t.schema_id), t)
-        data = r.data_files(sid, [t.table_id])
-        stats = r.column_stats_at(sid, t.table_id)
+        leaves = t.leaf_columns()
+        by_id = t.column_by_id()
+        stats = r.column_stats_at(sid, t.table_id, {c.column_id: by_id[c.column_id].type for c in leaves})
         comments = {cid: v for cid, k, v in t.column_tags if k == "comment"}
         flat = _flatten(t.columns)
-        by_id = t.column_by_id()
         names = {c.column_id: n for n, c in flat}
-        live_ids = {f.data_file_id for f in data}
-        deletes = [d for d in r.delete_files(sid, [t.table_id]) if d.data_file_id in live_ids]
+        deletes = r.live_delete_files(sid, t.table_id)
         partitioning = tuple(transform_text(p.transform, names.get(p.column_id, f"#{p.column_id}"))
                              for p in (t.partition.fields if t.partition else ()))
         return TableDetail(
@@ -536,8 +668,8 @@ def table_detail(lake: Lake, table: str, *, at: SnapshotSelector = LATEST) -> Ta
             partitioning=partitioning,
             sort_keys=tuple(f"{k.expression} {k.direction} {k.null_order}" for k in t.sort_keys),
             column_stats=tuple(_stat_row(names[leaf.column_id], by_id[leaf.column_id], stats.get(leaf.column_id))
-                               for leaf in t.leaf_columns()),
-            file_size_histogram=_histogram([f.file_size_bytes for f in data]),
+                               for leaf in leaves),
+            file_size_histogram=_histogram(r.size_histogram(sid, t.table_id, [limit for limit, _ in HISTOGRAM])),
             delete_files=tuple(DeleteFileRow(d.delete_file_id, d.data_file_id, file_path(tdir, d), d.format,
                                              d.delete_count, d.file_size_bytes, d.begin_snapshot, d.partial_max)
                                for d in deletes),
