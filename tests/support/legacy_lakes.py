@@ -312,9 +312,11 @@ def pg_template_copy(source_url: str, dest_url: str) -> None:
 
     with psycopg.connect(_admin_url(dest_url), autocommit=True) as con:
         con.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(_database(dest_url))))
-        # A template must have no sessions: end any a reader left open (or an autovacuum worker).
+        # A template must have no sessions: end any a reader of ours left open. An autovacuum worker (a superuser
+        # process we may not end) is told to exit by CREATE DATABASE itself.
         con.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
-                    "AND pid <> pg_backend_pid()", [_database(source_url)])
+                    "AND pid <> pg_backend_pid() AND usename = current_user AND backend_type = 'client backend'",
+                    [_database(source_url)])
         con.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
             sql.Identifier(_database(dest_url)), sql.Identifier(_database(source_url))))
 
