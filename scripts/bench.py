@@ -23,7 +23,9 @@ The history section (`scripts/bench_history.py`) times the change feed over 1,00
 reads lineitem copies with 10% and 50% of the rows deleted; planning_s3 (`scripts/bench_planning_s3.py`) plans the
 planning section's table copied to S3 (SeaweedFS: its own `weed mini` unless DUCKLAKE_TEST_S3 names one); coldstart
 (`scripts/bench_coldstart.py`) times a first query in a fresh process with and without class-data sharing.
-Sections: tpch, scans, planning, planning_s3, write, metadata, dml, history, coldstart (`--only a,b`).
+The scale section (`scripts/bench_scale.py`) times metadata commands and query planning on 10k, 100k and 1M-file
+lakes, built once into a cache, against DuckDB (`--only scale --scale-sizes 10000,100000` for a quick look).
+Sections: tpch, scans, planning, planning_s3, write, metadata, dml, history, coldstart, scale (`--only a,b`).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ bench_dml = _sibling("bench_dml")
 bench_history = _sibling("bench_history")
 bench_planning_s3 = _sibling("bench_planning_s3")
 bench_coldstart = _sibling("bench_coldstart")
+bench_scale = _sibling("bench_scale")
 
 ROOT = Path(__file__).resolve().parent.parent
 Fn = Callable[[], Any]
@@ -79,7 +82,7 @@ ALL_QUERIES = tuple(range(1, 23))
 QUICK_QUERIES = (1, 3, 6, 10, 12, 14)
 # Lake B (files written by us) repeats the cheaper half: what differs there is the files, not the plans.
 LAKE_B_QUERIES = (1, 3, 4, 5, 6, 10, 12, 14, 19)
-SECTIONS = ("tpch", "scans", "planning", "planning_s3", "write", "metadata", "dml", "history", "coldstart")
+SECTIONS = ("tpch", "scans", "planning", "planning_s3", "write", "metadata", "dml", "history", "coldstart", "scale")
 
 
 @dataclass(frozen=True)
@@ -651,6 +654,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="where REPORT.md and report.png go (default bench/; FINDINGS.md is read from there)")
     p.add_argument("--event-log", action="store_true", help="write Spark's event log to <workdir>/spark-events")
     p.add_argument("--report-only", type=Path, metavar="JSON", help="only re-render REPORT.md and the chart")
+    bench_scale.add_arguments(p)
     p.add_argument("--add-to", type=Path, metavar="JSON",
                    help="keep this result's other sections: the sections run replace theirs in a new result file")
     return p.parse_args(argv)
@@ -684,8 +688,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "spark_master": "local[2]", "sections": sorted(sections)}}
     setup: dict[str, float] = {}
     log(f"{s.mode} run, sf {s.sf}, {s.reps} runs per figure, load {os.getloadavg()[0]:.1f}, work dir {work}")
-    lakes = build_lakes(s, work, setup)
-    log("lake A loaded by DuckDB")
 
     import ducklake_cli
     from ducklake_cli.engine.session import SparkSettings
@@ -723,6 +725,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                        "sections": sorted(set(old["meta"].get("sections", [])) | sections)}
         new["targets"] = bench_report.targets(new)
         return new
+
+    if "scale" in sections:  # fresh processes only (no TPC-H lake, no Spark session here): it runs first
+        results["scale"] = guarded("scale", partial(bench_scale.run, bench_scale.options_from(args, s.mode),
+                                                    work / "scale", log))
+        save()
+        if not sections - {"scale"}:
+            bench_report.render(merged(results), args.report_dir, out.name)
+            log(f"wrote {_shown(out)}, {_shown(args.report_dir / 'REPORT.md')}, "
+                f"{_shown(args.report_dir / 'report.png')}")
+            return 0
+    lakes = build_lakes(s, work, setup)
+    log("lake A loaded by DuckDB")
 
     start = time.perf_counter()
     lake_a = spark_lake(lakes.a_catalog)

@@ -172,6 +172,8 @@ def targets(results: Mapping[str, Any]) -> list[dict[str, Any]]:
         if _median(m, "query_remote_select1") is not None:
             out.append(_target('`query "SELECT 1" --remote` against a warm `ducklake spark start` server',
                                _median(m, "query_remote_select1"), REMOTE_TARGET_S, " s"))
+    if isinstance(results.get("scale"), Mapping) and "commands" in results["scale"]:
+        out += sibling("bench_scale").targets(results["scale"])  # issue #29, at the largest lake measured
     return out
 
 
@@ -394,6 +396,11 @@ def render_markdown(results: Mapping[str, Any], json_name: str, findings: str) -
             out += sibling("bench_coldstart").render(c)
             while out[-1] == "":
                 out.pop()
+    sc = results.get("scale")
+    if sc:
+        out.append("")
+        out += sibling("bench_scale").render(sc) if "commands" in sc else [
+            "## Scale: 10k, 100k and 1M data files (issue #29)", "", f"Not measured: {sc.get('error')}"]
     setup = results.get("setup", {})
     if setup:
         out += ["", "## Setup (not part of the figures)", "", ", ".join(f"{k} {val:.1f}" for k, val in setup.items())
@@ -412,8 +419,10 @@ def render_chart(results: Mapping[str, Any], path: Path) -> None:
 
     colors = {"ours": "#1f77b4", "ours_first": "#9ecae1", "floor": "#7f7f7f", "duckdb": "#ff7f0e", "ddf": "#2ca02c",
               "ours_cached": "#6baed6", "ours_metadata": "#c6dbef"}
-    fig = plt.figure(figsize=(14, 9), layout="constrained")
-    grid = fig.add_gridspec(2, 3)
+    scale = results.get("scale") if isinstance(results.get("scale"), Mapping) and "commands" in results["scale"] \
+        else None
+    fig = plt.figure(figsize=(14, 13 if scale else 9), layout="constrained")
+    grid = fig.add_gridspec(3 if scale else 2, 3)
     ax = fig.add_subplot(grid[0, :])
     tp = results.get("tpch", {}).get("a")
     if tp:
@@ -475,6 +484,8 @@ def render_chart(results: Mapping[str, Any], path: Path) -> None:
         axis.set_xlabel("seconds (median, log)")
         axis.set_title(f"Start-up and metadata ({m['snapshots']:,} snapshots)", fontsize=10)
         axis.legend(fontsize=7)
+    if scale:
+        sibling("bench_scale").chart(fig, grid[2, :], scale)
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
