@@ -265,7 +265,8 @@ def _kept_files(
     """The live files the predicates may match, as sources (by data file id), and how many they rule out.
 
     The catalog's SQL drops files whose stats rule them out and marks those whose stats prove they may match
-    (catalog/file_scan.py, integer bounds and NULL counts); the exact rules (prune.py) judge the rest here."""
+    (catalog/file_scan.py: integer, DATE and TIMESTAMP bounds, NULL counts); the exact rules (prune.py) judge the
+    rest here, on the files SQL kept."""
     from ducklake_cli.catalog.file_scan import live_file_count, live_files
     from ducklake_cli.engine.planning.prune import judged
 
