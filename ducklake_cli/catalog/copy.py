@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from ducklake_cli.catalog.migrate import (
     missing_v11,
 )
 from ducklake_cli.catalog.models import ColumnInfo
-from ducklake_cli.catalog.queries import FileQueries, as_bool
+from ducklake_cli.catalog.queries import FileQueries, as_bool, batches
 from ducklake_cli.catalog.reader import MetadataReader
 from ducklake_cli.catalog.schema import build_tables
 from ducklake_cli.catalog.types import INT_TYPES
@@ -240,12 +240,6 @@ def drop_tables(conn: Connection, backend: Backend, names: Sequence[str]) -> Non
         conn.exec_driver_sql(f"DROP TABLE IF EXISTS {backend.qualify(name)}")
 
 
-def _batches(conn: Connection, statement: Any, size: int) -> Iterator[Sequence[Any]]:
-    """Rows of a statement, `size` at a time, streamed where the driver can (server-side cursors)."""
-    result = conn.execute(statement, execution_options={"yield_per": size})
-    yield from result.partitions(size)
-
-
 def _normaliser(backend: Backend, kinds: list[tuple[str, str]]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
     """A spec row in one comparable form whatever backend it came from."""
     def norm(row: Sequence[Any]) -> tuple[Any, ...]:
@@ -315,7 +309,7 @@ def copy_spec_table(src: Connection, sb: Backend, dst: Connection, db: Backend, 
     out = TableCopy(name)
     src_norm, dst_norm = _normaliser(sb, kinds), _normaliser(db, kinds)
     rewrite = _rewriter(name, plan.old_data_path, new_root)
-    for rows in _batches(src, select(table), batch):
+    for rows in batches(src, select(table), batch):
         staged = []
         for r in rows:
             row = rewrite(dict(zip(cols, r, strict=True)))
@@ -330,7 +324,7 @@ def copy_spec_table(src: Connection, sb: Backend, dst: Connection, db: Backend, 
                     row[col] = as_bool(row[col])
             staged.append(row)
         _insert(dst, db, table, kinds, staged)
-    for rows in _batches(dst, select(table), batch):
+    for rows in batches(dst, select(table), batch):
         for r in rows:
             out.copy.add(dst_norm(tuple(r)))
     return out
@@ -386,7 +380,7 @@ def copy_inlined_table(src: Connection, sb: Backend, dst: Connection, db: Backen
     out = TableCopy(plan.name)
     cols = plan.columns
     names = ", ".join(db.quote(c.name) for c in cols)
-    for rows in _batches(src, _inlined_select(src, sb, plan.name, plan.physical, cols, plan.system), batch):
+    for rows in batches(src, _inlined_select(src, sb, plan.name, plan.physical, cols, plan.system), batch):
         values = _canonical([tuple(r)[3:] for r in rows], cols)
         groups: dict[str, list[dict[str, Any]]] = {}
         for r, vals in zip(rows, values, strict=True):
@@ -403,7 +397,7 @@ def copy_inlined_table(src: Connection, sb: Backend, dst: Connection, db: Backen
         for sql, params_list in groups.items():
             dst.execute(text(sql), params_list)
     physical = [c.name for c in cols]
-    for rows in _batches(dst, _inlined_select(dst, db, plan.name, physical, cols, plan.system), batch):
+    for rows in batches(dst, _inlined_select(dst, db, plan.name, physical, cols, plan.system), batch):
         values = _canonical([tuple(r)[3:] for r in rows], cols)
         for r, vals in zip(rows, values, strict=True):
             out.copy.add((int(r[0]), r[1], r[2], *(t for t, _ in vals)))
@@ -417,7 +411,7 @@ def _copy_stored_rows(src: Connection, sb: Backend, dst: Connection, db: Backend
 
     out = TableCopy(name)
     insert_sql: str | None = None
-    for rows in _batches(src, text(f"SELECT * FROM {sb.qualify(name)}"), batch):
+    for rows in batches(src, text(f"SELECT * FROM {sb.qualify(name)}"), batch):
         staged = [tuple(r) for r in rows]
         if insert_sql is None and staged:
             insert_sql = f"INSERT INTO {db.qualify(name)} VALUES ({', '.join('?' for _ in staged[0])})"
@@ -425,7 +419,7 @@ def _copy_stored_rows(src: Connection, sb: Backend, dst: Connection, db: Backend
             out.source.add(row)
         if staged and insert_sql is not None:
             dst.exec_driver_sql(insert_sql, staged)
-    for rows in _batches(dst, text(f"SELECT * FROM {db.qualify(name)}"), batch):
+    for rows in batches(dst, text(f"SELECT * FROM {db.qualify(name)}"), batch):
         for r in rows:
             out.copy.add(tuple(r))
     return out
@@ -439,12 +433,12 @@ def copy_inlined_deletes(src: Connection, sb: Backend, dst: Connection, db: Back
     out = TableCopy(name)
     cols = ", ".join(_DELETE_COLUMNS)
     ins = text(f"INSERT INTO {db.qualify(name)}({cols}) VALUES (:f, :r, :b)")
-    for rows in _batches(src, text(f"SELECT {cols} FROM {sb.qualify(name)}"), batch):
+    for rows in batches(src, text(f"SELECT {cols} FROM {sb.qualify(name)}"), batch):
         staged = [{"f": r[0], "r": r[1], "b": r[2]} for r in rows]
         for r in rows:
             out.source.add(tuple(None if v is None else int(v) for v in r))
         dst.execute(ins, staged)
-    for rows in _batches(dst, text(f"SELECT {cols} FROM {db.qualify(name)}"), batch):
+    for rows in batches(dst, text(f"SELECT {cols} FROM {db.qualify(name)}"), batch):
         for r in rows:
             out.copy.add(tuple(None if v is None else int(v) for v in r))
     return out

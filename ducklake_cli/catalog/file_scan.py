@@ -17,7 +17,7 @@ from sqlalchemy import and_, case, func, literal, or_, select
 
 from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.backends import byte_order
-from ducklake_cli.catalog.queries import visible
+from ducklake_cli.catalog.queries import batches, visible
 
 if TYPE_CHECKING:
     from sqlalchemy import ColumnElement
@@ -74,7 +74,8 @@ def live_files(reader: MetadataReader, snapshot_id: int, table_id: int, *, stats
              .where(d.c.table_id == table_id, visible(d, snapshot_id),
                     *([sum(ruled_out[1:], ruled_out[0]) == 0] if ruled_out else []))
              .order_by(d.c.data_file_id))
-    yield from _streamed(reader, query)
+    for part in batches(reader.conn, query, _ROWS_PER_FETCH):
+        yield from part
 
 
 def live_file_count(reader: MetadataReader, snapshot_id: int, table_id: int) -> int:
@@ -180,7 +181,7 @@ def stats_columns_of(reader: MetadataReader, table_id: int, data_file_ids: Colle
     wanted = set(data_file_ids)
     query = select(st.c.data_file_id, st.c.column_id).where(st.c.table_id == table_id,
                                                             st.c.column_id.in_(sorted(column_ids)))
-    for fid, cid in _streamed(reader, query):
+    for fid, cid in _rows(reader, query):
         if fid in wanted:
             out.setdefault(fid, set()).add(cid)
     return out
@@ -193,13 +194,12 @@ def partition_values_of(reader: MetadataReader, table_id: int,
     out: dict[int, dict[int, str | None]] = {}
     wanted = set(data_file_ids)
     query = select(pv.c.data_file_id, pv.c.partition_key_index, pv.c.partition_value).where(pv.c.table_id == table_id)
-    for fid, key, value in _streamed(reader, query):
+    for fid, key, value in _rows(reader, query):
         if fid in wanted:
             out.setdefault(fid, {})[key] = value
     return out
 
 
-def _streamed(reader: MetadataReader, query: Any) -> Iterator[Any]:
-    result = reader.conn.execution_options(stream_results=True, yield_per=_ROWS_PER_FETCH).execute(query)
-    for part in result.partitions():
+def _rows(reader: MetadataReader, query: Any) -> Iterator[Any]:
+    for part in batches(reader.conn, query, _ROWS_PER_FETCH):
         yield from part

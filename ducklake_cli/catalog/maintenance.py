@@ -12,7 +12,7 @@ from sqlalchemy import and_, delete, exists, insert, literal, not_, or_, select
 from ducklake_cli.catalog import schema as s
 from ducklake_cli.catalog.backends import Backend
 from ducklake_cli.catalog.paths import file_path, table_dir
-from ducklake_cli.catalog.queries import as_bool
+from ducklake_cli.catalog.queries import as_bool, batches
 from ducklake_cli.storage.files import ensure_dir
 
 if TYPE_CHECKING:
@@ -223,9 +223,7 @@ def file_path_rows(conn: Connection, *, batch: int = 50_000) -> Iterator[Sequenc
     """`(table_id, path, path_is_relative)` of every data and delete file row, at any snapshot, as plain tuples
     streamed in batches (a lake may have millions)."""
     for t in (s.data_file_t, s.delete_file_t):
-        result = conn.execute(select(t.c.table_id, t.c.path, t.c.path_is_relative),
-                              execution_options={"yield_per": batch})
-        yield from result.partitions(batch)
+        yield from batches(conn, select(t.c.table_id, t.c.path, t.c.path_is_relative), batch)
 
 
 def scheduled_files(conn: Connection, backend: Backend) -> list[ScheduledRow]:

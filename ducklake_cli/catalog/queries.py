@@ -39,6 +39,16 @@ def visible(table: Table, snapshot_id: int) -> ColumnElement[bool]:
     )
 
 
+def batches(conn: Connection, statement: Any, size: int) -> Iterator[Sequence[Any]]:
+    """Rows of a statement, `size` at a time, streamed where the driver can (server-side cursors): memory stays flat
+    over the millions of rows a big lake has."""
+    result = conn.execute(statement, execution_options={"yield_per": size})
+    try:
+        yield from result.partitions(size)
+    finally:
+        result.close()
+
+
 def as_bool(value: Any) -> bool | None:
     """A catalog BOOLEAN as stored by any backend (SQLite keeps integers or text)."""
     if value is None:
@@ -442,12 +452,8 @@ class FileQueries:
                         x.c.delete_count)
                  .select_from(d.outerjoin(x, on))
                  .where(visible(d, snapshot_id), d.c.table_id.in_(ids)).order_by(d.c.data_file_id))
-        result = self.conn.execution_options(yield_per=batch).execute(query)
-        try:
-            for part in result.partitions():
-                yield from (tuple(r) for r in part)
-        finally:
-            result.close()
+        for part in batches(self.conn, query, batch):
+            yield from (tuple(r) for r in part)
 
     def snapshot_listing(self, *, batch: int = 10_000) -> Iterator[tuple[Any, ...]]:
         """Every snapshot, oldest first, streamed from the cursor: `(snapshot_id, snapshot_time (aware UTC),
@@ -457,13 +463,9 @@ class FileQueries:
                         ch.c.commit_message, ch.c.commit_extra_info)
                  .select_from(sn.outerjoin(ch, ch.c.snapshot_id == sn.c.snapshot_id)).order_by(sn.c.snapshot_id))
         decode, epoch = self.backend.decode_timestamp, dt.datetime.fromtimestamp(0, dt.UTC)
-        result = self.conn.execution_options(yield_per=batch).execute(query)
-        try:
-            for part in result.partitions():
-                for r in part:
-                    yield (r[0], decode(r[1]) or epoch, *r[2:])
-        finally:
-            result.close()
+        for part in batches(self.conn, query, batch):
+            for r in part:
+                yield (r[0], decode(r[1]) or epoch, *r[2:])
 
 
 def _text(value: Any) -> str:

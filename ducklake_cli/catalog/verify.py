@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, or_, select
 
 from ducklake_cli.catalog import schema as s
-from ducklake_cli.catalog.queries import visible
+from ducklake_cli.catalog.queries import batches, visible
 from ducklake_cli.catalog.stats import NO_BOUNDS, encode_stat, stat_key
 from ducklake_cli.catalog.types import DECIMAL_TYPE, FLOAT_TYPES, INT_TYPES
 
@@ -115,7 +115,7 @@ def live_file_rows(conn: Connection, snapshot_id: int, table_ids: Sequence[int],
                      x.c.delete_count, x.c.format, x.c.encryption_key, x.c.data_file_id) \
         .where(visible(x, snapshot_id), x.c.table_id.in_(ids)).order_by(x.c.delete_file_id)
     for kind, statement in (("data", data), ("delete", deletes)):
-        for rows in conn.execute(statement, execution_options={"yield_per": batch}).partitions(batch):
+        for rows in batches(conn, statement, batch):
             yield kind, rows
 
 
