@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 # and dates and timestamps in canonical form (no trailing zero in the fraction, so equal times are equal texts).
 PLAIN_INT_DIGITS = 18
 _PATTERNS = {
+    "digits": "^[0-9]+$",
     "int": f"^-?[0-9]{{1,{PLAIN_INT_DIGITS}}}$",
     "date": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$",
     "timestamp": "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{0,5}[1-9])?$",
@@ -174,7 +175,7 @@ class Backend:
         return cast(text, sql_type)
 
     def text_form(self, text: ColumnElement[Any], form: str) -> ColumnElement[bool]:
-        """SQL: whether a stored text has the form ("int", "date" or "timestamp", see `_PATTERNS`)."""
+        """SQL: whether a stored text has the form ("digits", "int", "date" or "timestamp", see `_PATTERNS`)."""
         return text.op("~")(_PATTERNS[form])
 
     def translate_connect_error(self, exc: Exception) -> DuckLakeError:
@@ -208,9 +209,11 @@ class _Globs:
     """`text_form` with GLOB patterns (SQLite has no built-in regular expressions)."""
 
     def text_form(self, text: ColumnElement[Any], form: str) -> ColumnElement[bool]:
-        """SQL: whether a stored text has the form ("int", "date" or "timestamp")."""
+        """SQL: whether a stored text has the form ("digits", "int", "date" or "timestamp")."""
         from sqlalchemy import and_, func, or_
 
+        if form == "digits":
+            return and_(text != "", text.op("NOT GLOB")("*[^0-9]*"))
         if form == "int":
             digits = text.op("NOT GLOB")("*[^0-9]*")
             negative = and_(text.op("GLOB")("-[0-9]*"), func.substr(text, 2).op("NOT GLOB")("*[^0-9]*"))
@@ -684,46 +687,6 @@ def backend_for(target: CatalogTarget) -> Backend:
     return BACKENDS[target.backend](target)
 
 
-class _OnlyDigits(FunctionElement[bool]):
-    """Whether a text is non-empty and only ASCII digits (a per-row check: each backend's fastest form)."""
-
-    inherit_cache = True
-    name = "only_digits"
-
-
-@compiles(_OnlyDigits)
-def _only_digits(element: _OnlyDigits, compiler: Any, **kw: Any) -> str:
-    rest = x = compiler.process(element.clauses, **kw)
-    for ch in "0123456789":
-        rest = f"replace({rest}, '{ch}', '')"
-    return f"(length({x}) > 0 AND length({rest}) = 0)"  # lengths: MySQL pads spaces when comparing text
-
-
-@compiles(_OnlyDigits, "sqlite")
-def _only_digits_sqlite(element: _OnlyDigits, compiler: Any, **kw: Any) -> str:
-    x = compiler.process(element.clauses, **kw)
-    return f"({x} <> '' AND {x} NOT GLOB '*[^0123456789]*')"
-
-
-@compiles(_OnlyDigits, "postgresql")
-def _only_digits_postgres(element: _OnlyDigits, compiler: Any, **kw: Any) -> str:
-    x = compiler.process(element.clauses, **kw)
-    return f"({x} <> '' AND {x} !~ '[^0123456789]')"
-
-
-@compiles(_OnlyDigits, "mysql")
-@compiles(_OnlyDigits, "mariadb")
-def _only_digits_mysql(element: _OnlyDigits, compiler: Any, **kw: Any) -> str:
-    x = compiler.process(element.clauses, **kw)
-    return f"(length({x}) > 0 AND {x} NOT REGEXP '[^0123456789]')"
-
-
-@compiles(_OnlyDigits, "duckdb")
-def _only_digits_duckdb(element: _OnlyDigits, compiler: Any, **kw: Any) -> str:
-    x = compiler.process(element.clauses, **kw)
-    return f"({x} <> '' AND NOT regexp_matches({x}, '[^0123456789]'))"
-
-
 class _ByteOrder(FunctionElement[Any]):
     """A text expression compared by its bytes (code points), as Python compares strings, on every backend."""
 
@@ -746,11 +709,6 @@ def _byte_order_postgres(element: _ByteOrder, compiler: Any, **kw: Any) -> str:
 def _byte_order_mysql(element: _ByteOrder, compiler: Any, **kw: Any) -> str:
     # UTF-8 bytes whatever the column's character set: no PAD SPACE, no case folding, and they decode.
     return f"CAST(CONVERT({compiler.process(element.clauses, **kw)} USING utf8mb4) AS BINARY)"
-
-
-def only_digits(text: ColumnElement[Any]) -> ColumnElement[bool]:
-    """SQL: whether a text is non-empty and only ASCII digits (each backend's fastest per-row form)."""
-    return _OnlyDigits(text)
 
 
 def byte_order(text: ColumnElement[Any]) -> ColumnElement[Any]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, case, false, func, literal, literal_column, not_, null, or_, select, true
 
 from ducklake_cli.catalog import schema as s
-from ducklake_cli.catalog.backends import Backend, byte_order, only_digits
+from ducklake_cli.catalog.backends import Backend, byte_order
 from ducklake_cli.catalog.models import (
     ColumnInfo,
     ColumnStats,
@@ -233,7 +233,7 @@ class FileQueries:
         keys: list[ColumnElement[Any]] = []
         aggs: list[ColumnElement[Any]] = []
         for col in (f.c.min_value, f.c.max_value):
-            canonical = or_(false(), *(and_(f.c.column_id.in_(ids), _canonical_number(col, scale))
+            canonical = or_(false(), *(and_(f.c.column_id.in_(ids), _canonical_number(self.backend, col, scale))
                                        for scale, ids in by_scale.items()))
             keys += [case((is_fixed, func.length(col)), else_=null()),
                      case((is_fixed, case((func.substr(col, 1, 1) == "-", -1), else_=1)), else_=null()),
@@ -486,7 +486,7 @@ def _bound_kind(type_name: str) -> str | int:
     return "text"
 
 
-def _canonical_number(text: ColumnElement[Any], scale: int) -> ColumnElement[bool]:
+def _canonical_number(backend: Backend, text: ColumnElement[Any], scale: int) -> ColumnElement[bool]:
     """Stats text that is a number in canonical form: optional '-', ASCII digits without a leading zero, then (with
     a scale) '.' and exactly `scale` digits. Such texts compare as numbers by (sign, length, text)."""
     digits = case((func.substr(text, 1, 1) == "-", func.substr(text, 2)), else_=text)
@@ -497,6 +497,6 @@ def _canonical_number(text: ColumnElement[Any], scale: int) -> ColumnElement[boo
         n = func.length(digits) - literal_column(str(scale))
         whole = func.substr(digits, 1, n - literal_column("1"))
         checks = [func.length(digits) > literal_column(str(scale + 1)), func.substr(digits, n, 1) == ".",
-                  only_digits(func.substr(digits, n + literal_column("1")))]
-    return and_(*checks, func.length(digits) < 100, only_digits(whole),
+                  backend.text_form(func.substr(digits, n + literal_column("1")), "digits")]
+    return and_(*checks, func.length(digits) < 100, backend.text_form(whole, "digits"),
                 or_(func.substr(whole, 1, 1) != "0", func.length(whole) == 1))
