@@ -365,17 +365,23 @@ def build_custom(con: duckdb.DuckDBPyConnection) -> None:
       "FROM range(80, 100) r(i)")
 
 
-@pytest.fixture(scope="module")
-def custom(tmp_path_factory: pytest.TempPathFactory) -> dict[str, LakeTable]:
-    root = tmp_path_factory.mktemp("prune")
+def build_custom_lake(root: Path, *more: str) -> Path:
+    """The custom lake (plus `more` statements on `lake`) as a SQLite catalog under `root`; its path."""
     con = oracle_connect()
     try:
         con.execute(attach_clause("sqlite", root / "cat.sqlite", root / "data"))
         build_custom(con)
+        for statement in more:
+            con.execute(statement)
         con.execute("DETACH lake")
     finally:
         con.close()
-    return load_tables(root / "cat.sqlite")
+    return root / "cat.sqlite"
+
+
+@pytest.fixture(scope="module")
+def custom(tmp_path_factory: pytest.TempPathFactory) -> dict[str, LakeTable]:
+    return load_tables(build_custom_lake(tmp_path_factory.mktemp("prune")))
 
 
 @pytest.fixture(scope="module")

@@ -23,8 +23,8 @@ from ducklake_cli.engine.planning.predicates import Predicate
 from ducklake_cli.engine.planning.prune import prune
 from ducklake_cli.engine.planning.scan_plan import FileSource, _kept_files
 from ducklake_cli.ops.copy_catalog import copy_catalog
-from tests.engine.planning.test_prune import SEED, LakeTable, build_custom, gen_predicates, load_tables
-from tests.support.oracle import attach_clause, oracle_connect
+from tests.engine.planning.test_prune import SEED, LakeTable, build_custom_lake, gen_predicates, load_tables
+from tests.support.oracle import oracle_connect
 from tests.support.services import mysql_database, pg_database, require_env
 from tests.support.tiers import is_full
 
@@ -45,20 +45,13 @@ TABLES = ["days", "cal", "ordered", "bucketed", "bmulti", "mixed", "tzp", "tzb",
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """test_prune's lake, plus a table whose integer stats SQL cannot read (kept for Python to judge)."""
-    root = tmp_path_factory.mktemp("prune-sql")
-    con = oracle_connect()
-    try:
-        con.execute(attach_clause("sqlite", root / "cat.sqlite", root / "data"))
-        build_custom(con)
-        con.execute("CREATE TABLE lake.odd(i BIGINT, u UBIGINT, t TIMESTAMP, d DATE)")
-        for k in range(len(ODD_TIMES)):
-            con.execute(f"INSERT INTO lake.odd SELECT r * {k + 1} - 40, r::UBIGINT * 200000000000000000, "
-                        f"TIMESTAMP '2024-02-28 23:00:00' + to_seconds(r * 1000 * {k + 1}), "
-                        f"DATE '2024-02-25' + CAST(r * {k + 1} AS INTEGER) FROM range({k * 7}, {k * 7 + 20}) t(r)")
-        con.execute("DETACH lake")
-    finally:
-        con.close()
-    db = sqlite3.connect(root / "cat.sqlite")
+    inserts = [f"INSERT INTO lake.odd SELECT r * {k + 1} - 40, r::UBIGINT * 200000000000000000, "
+               f"TIMESTAMP '2024-02-28 23:00:00' + to_seconds(r * 1000 * {k + 1}), "
+               f"DATE '2024-02-25' + CAST(r * {k + 1} AS INTEGER) FROM range({k * 7}, {k * 7 + 20}) t(r)"
+               for k in range(len(ODD_TIMES))]
+    catalog = build_custom_lake(tmp_path_factory.mktemp("prune-sql"),
+                                "CREATE TABLE lake.odd(i BIGINT, u UBIGINT, t TIMESTAMP, d DATE)", *inserts)
+    db = sqlite3.connect(catalog)
     with db:  # stats texts other writers may leave: padded, signed, 19 digits, not a number, all NULL
         tid = db.execute("SELECT table_id FROM ducklake_table WHERE table_name = 'odd'").fetchone()[0]
         ids = [r[0] for r in db.execute(
@@ -70,7 +63,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
         db.execute("UPDATE ducklake_file_column_stats SET value_count = 0 WHERE data_file_id = ? AND column_id = 1",
                    (ids[-1],))
     db.close()
-    return root / "cat.sqlite"
+    return catalog
 
 
 @contextlib.contextmanager
