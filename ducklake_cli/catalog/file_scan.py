@@ -9,7 +9,7 @@ is never narrower than those rules: a stats text SQL cannot read exactly (not a 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -169,37 +169,3 @@ def _proven(reader: MetadataReader, d: Any, st: Any, t: StatsTest) -> ColumnElem
     else:  # in
         may = or_(*(within(x[0], x[0]) for x in v))
     return and_(unkeyed, or_(no_stats, and_(not_all_null, may)))
-
-
-
-def stats_columns_of(reader: MetadataReader, table_id: int, data_file_ids: Collection[int],
-                     column_ids: Collection[int]) -> dict[int, set[int]]:
-    """For each of the files, which of the columns it has stats rows for (one pass over the table's rows of those
-    columns: no IN list per chunk of files over the unindexed stats table)."""
-    st = s.file_column_stats_t
-    out: dict[int, set[int]] = {}
-    wanted = set(data_file_ids)
-    query = select(st.c.data_file_id, st.c.column_id).where(st.c.table_id == table_id,
-                                                            st.c.column_id.in_(sorted(column_ids)))
-    for fid, cid in _rows(reader, query):
-        if fid in wanted:
-            out.setdefault(fid, set()).add(cid)
-    return out
-
-
-def partition_values_of(reader: MetadataReader, table_id: int,
-                        data_file_ids: Collection[int]) -> dict[int, dict[int, str | None]]:
-    """Partition key values (text, None for NULL) of the files, by key index, in one pass over the table's rows."""
-    pv = s.file_partition_value_t
-    out: dict[int, dict[int, str | None]] = {}
-    wanted = set(data_file_ids)
-    query = select(pv.c.data_file_id, pv.c.partition_key_index, pv.c.partition_value).where(pv.c.table_id == table_id)
-    for fid, key, value in _rows(reader, query):
-        if fid in wanted:
-            out.setdefault(fid, {})[key] = value
-    return out
-
-
-def _rows(reader: MetadataReader, query: Any) -> Iterator[Any]:
-    for part in batches(reader.conn, query, _ROWS_PER_FETCH):
-        yield from part

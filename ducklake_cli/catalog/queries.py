@@ -140,11 +140,17 @@ class FileQueries:
             select(t).where(visible(t, snapshot_id), t.c.table_id.in_(list(table_ids))).order_by(order)).all()
 
     def _per_file(self, t: Table, table_id: int, data_file_ids: Sequence[int]) -> Iterable[Row[Any]]:
-        """Rows of a per-file table for the files, in chunked IN lists."""
+        """Rows of a per-file table for the files: one IN list for a few, else one pass over the table's rows (the
+        DuckLake tables have no index: an IN list per chunk of a million files would scan them a thousand times)."""
         ids = list(data_file_ids)
-        for i in range(0, len(ids), CHUNK):
-            yield from self.conn.execute(
-                select(t).where(t.c.table_id == table_id, t.c.data_file_id.in_(ids[i:i + CHUNK]))).all()
+        if len(ids) <= CHUNK:
+            if ids:
+                yield from self.conn.execute(select(t).where(t.c.table_id == table_id, t.c.data_file_id.in_(ids))).all()
+            return
+        wanted = set(ids)
+        rows = [r for part in batches(self.conn, select(t).where(t.c.table_id == table_id), CHUNK * 4)
+                for r in part if r.data_file_id in wanted]
+        yield from rows
 
     # ----- files at S -------------------------------------------------------------------------------------
     def data_files(self, snapshot_id: int, table_ids: Iterable[int]) -> list[DataFile]:

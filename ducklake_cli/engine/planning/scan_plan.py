@@ -158,13 +158,14 @@ def _positional_mappings(
     import dataclasses
     import posixpath
 
-    unnamed = [f for f in files if f.mapping_id is None and not f.path.startswith("ducklake-", f.path.rfind("/") + 1)]
+    unnamed = {f.data_file_id for f in files
+               if f.mapping_id is None and not f.path.startswith("ducklake-", f.path.rfind("/") + 1)}
     if not unnamed:
         return list(files), {}
     out: list[FileSource] = []
     mappings: dict[int, tuple[NameMapping, ...]] = {}
     for f in files:
-        if f.mapping_id is not None or posixpath.basename(f.path).startswith("ducklake-"):
+        if f.data_file_id not in unnamed:
             out.append(f)
             continue
         names = _names_without_field_ids(f.path, storage_options)
@@ -293,11 +294,11 @@ def _judged_out(reader: MetadataReader, table: TableInfo, rows: Sequence[tuple[A
                 relevant: Sequence[tuple[Predicate, ColumnInfo]], stats_columns: Sequence[int],
                 specs: Mapping[int, Sequence[PartitionField]]) -> set[int]:
     """Ids of the files (`live_files` rows with the stats columns) the exact rules rule out."""
-    from ducklake_cli.catalog.file_scan import FILE_FIELDS, STATS_FIELDS, partition_values_of
+    from ducklake_cli.catalog.file_scan import FILE_FIELDS, STATS_FIELDS
     from ducklake_cli.engine.planning.prune import Candidate, FileStats, keep_file
 
     keyed = [r[0] for r in rows if r[9] is not None and specs.get(r[9])]
-    values = partition_values_of(reader, table.table_id, keyed) if keyed else {}
+    values = reader.file_partition_values(table.table_id, keyed) if keyed else {}
     columns = {p.column.lower(): col for p, col in relevant}
     predicates = [p for p, _ in relevant]
     width = len(STATS_FIELDS)
@@ -412,13 +413,13 @@ def _missing_columns(
     defaulted = [c for c in table.columns if c.initial_default is not None]
     if not defaulted:
         return {}
-    from ducklake_cli.catalog.file_scan import stats_columns_of
     from ducklake_cli.storage.parquet import top_level_field_ids
 
     subtree = {c.column_id: _subtree_ids(c) for c in defaulted}
     newer = [f.data_file_id for f in files
              if f.mapping_id is None and any(f.begin_snapshot >= c.begin_snapshot for c in defaulted)]
-    with_stats = stats_columns_of(reader, table.table_id, newer, set().union(*subtree.values())) if newer else {}
+    with_stats = {fid: {st.column_id for st in rows}
+                  for fid, rows in reader.file_column_stats(table.table_id, newer).items()} if newer else {}
     out: dict[int, frozenset[int]] = {}
     for f in files:
         if f.mapping_id is not None:
